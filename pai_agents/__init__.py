@@ -1,0 +1,53 @@
+"""PAI agents: the framework-free runtime (definitions, tools, models, messages, engine).
+
+Nothing here imports Django's ORM; ``pai_threads`` supplies persistence and transport.
+"""
+
+from pai_agents.abort import AbortSignal, Aborted
+from pai_agents.agent import AgentBehaviorInput, AgentDefinition, AgentDefinitionError, define_agent
+from pai_agents.engine import (
+    ClaimedRun,
+    EventSink,
+    InMemoryThreadStore,
+    Lease,
+    LeaseLost,
+    RecordingSink,
+    RunEngine,
+    RunOutcome,
+    StepRecord,
+    ThreadStore,
+)
+from pai_agents.models import LanguageModel, ModelRequest, ModelSelection, ModelSettings, Usage
+from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
+from pai_agents.tools import Tool, ToolContext, ToolError, tool
+
+__all__ = [
+    "AbortSignal",
+    "Aborted",
+    "AgentBehaviorInput",
+    "AgentDefinition",
+    "AgentDefinitionError",
+    "ClaimedRun",
+    "EventSink",
+    "InMemoryThreadStore",
+    "LanguageModel",
+    "Lease",
+    "LeaseLost",
+    "ModelRequest",
+    "ModelSelection",
+    "ModelSettings",
+    "RecordingSink",
+    "RunEngine",
+    "RunOutcome",
+    "ScriptedModel",
+    "ScriptedStep",
+    "ScriptedToolCall",
+    "StepRecord",
+    "ThreadStore",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "Usage",
+    "define_agent",
+    "tool",
+]

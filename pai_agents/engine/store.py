@@ -1,0 +1,130 @@
+"""The store protocol the engine writes through, and the values it exchanges.
+
+Every method that writes takes the execution's :class:`Lease`; an implementation must make
+the write conditional on the lease's fencing token (one conditional UPDATE in the same
+transaction) and raise :class:`LeaseLost` when it no longer holds, writing nothing. That is
+what keeps a paused or partitioned worker from ever touching a run another worker took over.
+
+Commit budget for a two-step run with one tool call (see docs/benchmarks.md): claim,
+``commit_step`` (the call is recorded before the tool runs), ``update_message`` (the tool
+result), ``commit_step`` with the outcome (final answer and completion in one transaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol, TypeAlias
+
+from pai_agents.messages.types import UIMessage
+from pai_agents.models.base import Usage
+
+__all__ = [
+    "ClaimedRun",
+    "Lease",
+    "LeaseLost",
+    "RunNotFound",
+    "RunOutcome",
+    "RunStatus",
+    "StepRecord",
+    "ThreadStore",
+]
+
+RunStatus: TypeAlias = Literal[
+    "queued", "running", "waiting", "completed", "failed", "cancelled", "blocked"
+]
+TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled", "blocked"})
+
+
+class LeaseLost(RuntimeError):
+    """The execution's lease expired or was taken over; nothing was written."""
+
+
+class RunNotFound(LookupError):
+    """No such run (or not claimable: finished, or leased by a live worker)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lease:
+    """Proof of ownership of one run execution; the token fences every write."""
+
+    run_id: str
+    owner: str
+    token: int
+    thread_id: str
+    scope_key: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimedRun:
+    """A run as its claiming worker sees it: enough to execute without another read."""
+
+    lease: Lease
+    thread_id: str
+    agent_name: str
+    scope_key: str
+    identity: Mapping[str, Any]
+    client_data: Mapping[str, Any]
+    initiator: str
+    step_count: int
+    attempt: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepRecord:
+    """One model step, for inspection: what was asked, what it cost, how it ended."""
+
+    index: int
+    message_id: str
+    request: Mapping[str, Any]
+    usage: Usage
+    finish_reason: str
+    started_at: datetime
+    finished_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOutcome:
+    """How an execution episode ended. ``error`` is private (operators only)."""
+
+    status: RunStatus
+    error: Mapping[str, Any] | None = None
+    usage: Usage = field(default_factory=lambda: Usage())
+
+
+class ThreadStore(Protocol):
+    """What the engine needs from persistence. Implementations: ORM (product), in-memory."""
+
+    async def claim_run(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
+        """Take the run's lease (queued, or running with an expired lease); else RunNotFound."""
+        ...
+
+    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> None:
+        """Extend the lease; raise LeaseLost if it is no longer ours."""
+        ...
+
+    async def load_context(self, lease: Lease) -> list[UIMessage]:
+        """The context-visible, committed messages of the run's thread, oldest first."""
+        ...
+
+    async def commit_step(
+        self,
+        lease: Lease,
+        *,
+        message: UIMessage,
+        step: StepRecord,
+        outcome: RunOutcome | None = None,
+    ) -> None:
+        """Store one step's assistant message and Step row; with ``outcome``, end the run too."""
+        ...
+
+    async def update_message(
+        self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None
+    ) -> None:
+        """Replace the parts of a message this run committed (tool results)."""
+        ...
+
+    async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
+        """End the run with ``outcome`` and release the lease."""
+        ...

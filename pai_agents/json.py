@@ -1,0 +1,62 @@
+"""Strict JSON: the only kind of value PAI persists or sends.
+
+Strict means what ``json.dumps(allow_nan=False)`` accepts with string keys only, and what
+comes back unchanged from a round trip. Storage and wire boundaries call
+:func:`ensure_strict_json` so a NaN or a tuple never reaches the database.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TypeAlias
+
+__all__ = ["JsonObject", "JsonValue", "NotStrictJson", "ensure_strict_json", "is_strict_json"]
+
+JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonObject: TypeAlias = "dict[str, JsonValue]"
+
+
+class NotStrictJson(ValueError):
+    """A value that is not strict JSON (NaN, infinities, non-string keys, non-JSON types)."""
+
+
+def _check(value: Any, path: str) -> None:
+    if value is None or isinstance(value, bool | str):
+        return
+    if isinstance(value, int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotStrictJson(f"{path}: {value!r} is not a finite number")
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check(item, f"{path}[{index}]")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NotStrictJson(f"{path}: key {key!r} is not a string")
+            _check(item, f"{path}.{key}")
+        return
+    raise NotStrictJson(f"{path}: {type(value).__name__} is not a JSON type")
+
+
+def ensure_strict_json(value: Any, *, what: str = "value") -> JsonValue:
+    """Return ``value`` unchanged if it is strict JSON, else raise :class:`NotStrictJson`."""
+    _check(value, what)
+    return value  # type: ignore[no-any-return]
+
+
+def is_strict_json(value: Any) -> bool:
+    try:
+        _check(value, "value")
+    except NotStrictJson:
+        return False
+    return True
+
+
+def dumps(value: JsonValue) -> str:
+    """Compact strict JSON text."""
+    return json.dumps(value, allow_nan=False, separators=(",", ":"), ensure_ascii=False)

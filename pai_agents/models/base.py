@@ -1,0 +1,130 @@
+"""The model boundary: what the engine asks a provider for, and what a provider streams back.
+
+One call of :meth:`LanguageModel.stream` is one model step. Providers translate a
+:class:`ModelRequest` (provider-neutral messages in the AI SDK ModelMessage shape) to their
+wire format and yield :data:`StepStreamPart` dicts, the AI SDK's LanguageModel stream parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NotRequired, Protocol, TypeAlias, TypedDict, runtime_checkable
+
+from pai_agents.abort import AbortSignal
+
+__all__ = [
+    "LanguageModel",
+    "ModelError",
+    "ModelMessage",
+    "ModelRequest",
+    "ModelSelection",
+    "ModelSettings",
+    "StepStreamPart",
+    "ToolChoice",
+    "ToolSpec",
+    "Usage",
+    "add_usage",
+]
+
+
+class Usage(TypedDict, total=False):
+    """Token usage of one step, AI SDK field names."""
+
+    inputTokens: int
+    outputTokens: int
+    totalTokens: int
+    reasoningTokens: int
+    cachedInputTokens: int
+
+
+def add_usage(left: Usage, right: Usage) -> Usage:
+    total: Usage = {}
+    for key in ("inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens"):
+        if key in left or key in right:
+            total[key] = left.get(key, 0) + right.get(key, 0)  # type: ignore[literal-required]
+    return total
+
+
+class ModelSettings(TypedDict, total=False):
+    """Portable generation controls (the AI SDK's LanguageModelCallOptions allowlist)."""
+
+    maxOutputTokens: int
+    temperature: float
+    topP: float
+    topK: int
+    presencePenalty: float
+    frequencyPenalty: float
+    stopSequences: list[str]
+    seed: int
+    reasoning: Any
+
+
+# A model message: {"role": "system", "content": str} or {"role": "user" | "assistant" |
+# "tool", "content": [content parts]} with the AI SDK's content part shapes
+# (text, reasoning, file, tool-call, tool-result).
+ModelMessage: TypeAlias = dict[str, Any]
+
+# One part of a model step stream. Types (AI SDK LanguageModel stream parts):
+#   {"type": "text-start" | "text-end", "id"}          {"type": "text-delta", "id", "delta"}
+#   {"type": "reasoning-start" | "reasoning-end", "id"} {"type": "reasoning-delta", "id", "delta"}
+#   {"type": "tool-input-start", "id", "toolName"}     {"type": "tool-input-delta", "id", "delta"}
+#   {"type": "tool-input-end", "id"}
+#   {"type": "tool-call", "toolCallId", "toolName", "input": <JSON text>}
+#   {"type": "response-metadata", "id"?, "modelId"?}
+#   {"type": "finish", "finishReason", "usage": Usage, "rawFinishReason"?}
+StepStreamPart: TypeAlias = dict[str, Any]
+
+ToolChoice: TypeAlias = "Literal['auto', 'none', 'required'] | dict[str, str]"
+
+
+class ToolSpec(TypedDict):
+    """A tool as the model sees it."""
+
+    name: str
+    description: NotRequired[str]
+    inputSchema: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """Everything one model step needs; providers must not reach anywhere else."""
+
+    messages: list[ModelMessage]
+    system: str | None = None
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
+    provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+class ModelError(Exception):
+    """A provider failed (HTTP error, malformed stream). ``retryable`` hints at transient faults."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """A model that streams one step at a time."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model_id(self) -> str: ...
+
+    def stream(
+        self, request: ModelRequest, *, signal: AbortSignal | None = None
+    ) -> AsyncIterator[StepStreamPart]: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSelection:
+    """A model plus the settings and provider options every step of a run starts from."""
+
+    model: LanguageModel
+    settings: ModelSettings = field(default_factory=lambda: ModelSettings())
+    provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -1,0 +1,199 @@
+"""Typed tools: a pydantic input model, an optional output model, and an ``execute`` callable.
+
+The JSON schema the model sees is generated from the input model, and the same model
+validates what the model sends back, so a malformed call becomes a model-visible tool error
+instead of an exception in the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from pydantic import BaseModel, ValidationError
+
+from pai_agents.abort import AbortSignal
+from pai_agents.json import JsonValue, NotStrictJson, ensure_strict_json
+from pai_agents.models.base import ToolSpec
+
+__all__ = ["Tool", "ToolContext", "ToolError", "ToolInputError", "tool"]
+
+
+class ToolError(Exception):
+    """Raise from ``execute`` to report a failure the model should see, verbatim."""
+
+
+class ToolInputError(ValueError):
+    """The model's arguments did not match the tool's input model."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolContext:
+    """What a tool can know about the call it serves."""
+
+    tool_call_id: str
+    tool_name: str
+    run_id: str
+    thread_id: str
+    identity: Mapping[str, Any]
+    runtime_context: Any
+    signal: AbortSignal
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+Execute = Callable[..., Any]
+
+
+def _accepts_context(execute: Execute) -> bool:
+    parameters = list(inspect.signature(execute).parameters.values())
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    has_varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    return has_varargs or len(positional) >= 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A tool definition. Build it with :func:`tool`."""
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel] | None = None
+    execute: Execute | None = None
+    _pass_context: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "a").replace("-", "a").isalnum():
+            raise ValueError(f"tool name {self.name!r} must be letters, digits, '_' or '-'")
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.input_model.model_json_schema()
+
+    def spec(self) -> ToolSpec:
+        spec: ToolSpec = {"name": self.name, "inputSchema": self.input_schema}
+        if self.description:
+            spec["description"] = self.description
+        return spec
+
+    def manifest(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "executes": "server" if self.execute is not None else "client",
+        }
+        if self.output_model is not None:
+            entry["outputSchema"] = self.output_model.model_json_schema()
+        return entry
+
+    def parse_input(self, raw: Any) -> BaseModel:
+        """Validate model arguments (a JSON text or a decoded value) against the input model."""
+        try:
+            value = json.loads(raw or "{}") if isinstance(raw, str) else raw
+        except json.JSONDecodeError as exc:
+            raise ToolInputError(f"Invalid JSON arguments for tool {self.name}: {exc.msg}") from exc
+        try:
+            return self.input_model.model_validate(value)
+        except ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or '(input)'}: {error['msg']}"
+                for error in exc.errors()
+            )
+            raise ToolInputError(f"Invalid input for tool {self.name}: {details}") from exc
+
+    async def arun(self, parsed: BaseModel, context: ToolContext) -> JsonValue:
+        """Execute the tool; sync callables run in a worker thread to keep the loop free."""
+        if self.execute is None:
+            raise ToolError(f"Tool {self.name} has no server-side execute")
+        args: tuple[Any, ...] = (parsed, context) if self._pass_context else (parsed,)
+        if inspect.iscoroutinefunction(self.execute):
+            result = await self.execute(*args)
+        else:
+            result = await asyncio.to_thread(self.execute, *args)
+            if inspect.isawaitable(result):
+                result = await result
+        return self.serialize_output(result)
+
+    def serialize_output(self, result: Any) -> JsonValue:
+        if self.output_model is not None and not isinstance(result, BaseModel):
+            result = self.output_model.model_validate(result)
+        if isinstance(result, BaseModel):
+            result = result.model_dump(mode="json")
+        try:
+            return ensure_strict_json(result, what=f"output of tool {self.name}")
+        except NotStrictJson as exc:
+            raise ToolError(str(exc)) from exc
+
+
+@overload
+def tool(
+    name: str,
+    *,
+    input: type[BaseModel],
+    execute: Execute | None = None,
+    description: str = "",
+    output: type[BaseModel] | None = None,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    name: None = None,
+    *,
+    input: type[BaseModel],
+    execute: None = None,
+    description: str = "",
+    output: type[BaseModel] | None = None,
+) -> Callable[[Execute], Tool]: ...
+
+
+def tool(
+    name: str | None = None,
+    *,
+    input: type[BaseModel],  # noqa: A002 - mirrors the AI SDK's tool({ inputSchema }) naming
+    execute: Execute | None = None,
+    description: str = "",
+    output: type[BaseModel] | None = None,
+) -> Tool | Callable[[Execute], Tool]:
+    """Define a tool.
+
+    Either call it with a name (``tool("clock", input=ClockInput, execute=now)``; omit
+    ``execute`` for a client-fulfilled tool) or use it as a decorator, where the function's
+    name and docstring become the tool's name and description::
+
+        @tool(input=AddInput)
+        def add(args: AddInput) -> int:
+            '''Add two numbers.'''
+            return args.a + args.b
+
+    ``execute`` takes the validated input model and, optionally, a :class:`ToolContext`;
+    it may be ``def`` or ``async def``.
+    """
+
+    def build(fn: Execute | None, tool_name: str, doc: str) -> Tool:
+        return Tool(
+            name=tool_name,
+            description=description or doc,
+            input_model=input,
+            output_model=output,
+            execute=fn,
+            _pass_context=fn is not None and _accepts_context(fn),
+        )
+
+    if name is not None:
+        return build(execute, name, "")
+
+    def decorator(fn: Execute) -> Tool:
+        return build(fn, fn.__name__, inspect.cleandoc(fn.__doc__ or ""))
+
+    return decorator
+

@@ -1,0 +1,1 @@
+"""PAI threads: durable threads, runs and their transport, as a Django app."""

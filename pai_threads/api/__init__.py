@@ -1,0 +1,5 @@
+"""The HTTP API."""
+
+from pai_threads.api.views import api
+
+__all__ = ["api"]

@@ -1,0 +1,36 @@
+"""API authentication: the configured identity resolver, with CSRF for cookie sessions."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.errors import HttpError
+from ninja.security.base import AuthBase
+from ninja.utils import check_csrf
+
+from pai_threads.identity import Identity, resolve_identity
+
+__all__ = ["IdentityAuth"]
+
+
+class IdentityAuth(AuthBase):
+    """Resolves :class:`Identity` by trusted server code; never from client-sent fields.
+
+    Requests that carry the session cookie are checked for CSRF, since the browser attaches
+    that cookie on its own; token-authenticated clients (no cookie) are not.
+    """
+
+    openapi_type = "apiKey"
+    openapi_in = "cookie"
+
+    def __init__(self) -> None:
+        self.openapi_name = settings.SESSION_COOKIE_NAME
+        super().__init__()
+
+    def __call__(self, request: HttpRequest) -> Identity | None:
+        if settings.SESSION_COOKIE_NAME in request.COOKIES and not getattr(
+            request, "_ninja_csrf_exempt", False
+        ):
+            if check_csrf(request):
+                raise HttpError(403, "CSRF check failed")
+        return resolve_identity(request)

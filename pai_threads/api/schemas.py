@@ -1,0 +1,111 @@
+"""Request and response schemas of the HTTP API (camelCase on the wire, like the AI SDK)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "CreateThreadIn",
+    "ErrorOut",
+    "MessagePageOut",
+    "RunOut",
+    "SendIn",
+    "SendOut",
+    "ThreadOut",
+    "ThreadPageOut",
+]
+
+
+class CamelSchema(Schema):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class ErrorBody(CamelSchema):
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorOut(CamelSchema):
+    error: ErrorBody
+
+
+class CreateThreadIn(CamelSchema):
+    agent: str | None = Field(default=None, max_length=100)
+    title: str = Field(default="", max_length=200)
+
+
+class ThreadOut(CamelSchema):
+    id: str
+    agent: str
+    title: str
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+class ThreadPageOut(CamelSchema):
+    threads: list[ThreadOut]
+    next_page_token: str | None
+
+
+class MessageIn(CamelSchema):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    id: str | None = Field(default=None, min_length=1, max_length=100)
+    role: str = "user"
+    parts: list[dict[str, Any]] = Field(min_length=1, max_length=100)
+    metadata: dict[str, Any] | None = None
+
+
+class SendIn(CamelSchema):
+    """Either ``message`` (a UIMessage) or ``text`` (shorthand for one text part)."""
+
+    message: MessageIn | None = None
+    text: str | None = Field(default=None, min_length=1)
+    client_data: dict[str, Any] | None = None
+
+
+class RunErrorOut(CamelSchema):
+    code: str
+    message: str
+
+
+class RunOut(CamelSchema):
+    id: str
+    thread_id: str
+    status: str
+    initiator: str
+    step_count: int
+    attempt: int
+    usage: dict[str, Any]
+    metadata: dict[str, Any]
+    error: RunErrorOut | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class UIMessageOut(CamelSchema):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    role: str
+    metadata: dict[str, Any]
+    parts: list[dict[str, Any]]
+
+
+class SendOut(CamelSchema):
+    message: UIMessageOut
+    run: RunOut
+    created: bool
+
+
+class MessagePageOut(CamelSchema):
+    messages: list[UIMessageOut]
+    next_page_token: str | None

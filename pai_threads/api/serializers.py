@@ -1,0 +1,44 @@
+"""Client projections of stored rows. Private fields never leave through here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pai_threads.models import Message, Run, Thread
+
+__all__ = ["message_out", "run_out", "thread_out"]
+
+_CLIENT_ERROR = {"code": "run_failed", "message": "The run failed. Operators can see the details."}
+
+
+def thread_out(thread: Thread) -> dict[str, Any]:
+    return {
+        "id": thread.id,
+        "agent": thread.agent_name,
+        "title": thread.title,
+        "metadata": thread.metadata,
+        "created_at": thread.created_at,
+        "updated_at": thread.updated_at,
+    }
+
+
+def run_out(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "thread_id": run.thread_id,
+        "status": run.status,
+        "initiator": run.initiator,
+        "step_count": run.step_count,
+        "attempt": run.attempt,
+        "usage": run.usage,
+        "metadata": run.metadata,
+        # The stored error is private (stack details, provider messages): clients get a code.
+        "error": _CLIENT_ERROR if run.status == Run.Status.FAILED else None,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
+
+
+def message_out(message: Message) -> dict[str, Any]:
+    return message.to_ui_message()

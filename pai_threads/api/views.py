@@ -1,0 +1,148 @@
+"""The HTTP API under ``/api/pai/`` (django-ninja; OpenAPI docs at ``/api/pai/docs``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
+from ninja import NinjaAPI, Query, Schema, Status
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
+
+from pai_threads import registry, services
+from pai_threads.api.auth import IdentityAuth
+from pai_threads.api.schemas import (
+    CreateThreadIn,
+    ErrorOut,
+    MessagePageOut,
+    RunOut,
+    SendIn,
+    SendOut,
+    ThreadOut,
+    ThreadPageOut,
+)
+from pai_threads.api.serializers import message_out, run_out, thread_out
+from pai_threads.conf import pai_settings
+from pai_threads.errors import InvalidInput, PaiError
+from pai_threads.identity import Identity
+
+__all__ = ["api"]
+
+api = NinjaAPI(
+    title="PAI for Django",
+    version="1",
+    urls_namespace="pai-api",
+    auth=IdentityAuth(),
+    docs_url="/docs",
+)
+
+ERRORS: dict[int, type[Schema]] = {
+    400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut,
+}
+
+
+def _error(request: HttpRequest, status: int, code: str, message: str, details: Any = None) -> HttpResponse:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        body["details"] = details
+    return api.create_response(request, {"error": body}, status=status)
+
+
+@api.exception_handler(PaiError)
+def _pai_error(request: HttpRequest, exc: PaiError) -> HttpResponse:
+    return _error(request, exc.status, exc.code, exc.message)
+
+
+@api.exception_handler(NinjaValidationError)
+def _validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    details = [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors
+    ]
+    return _error(request, 422, "invalid_input", "The request does not match the schema.", details)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return _error(request, 401, "unauthenticated", "Authentication required.")
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    code = {400: "bad_request", 403: "forbidden", 413: "payload_too_large"}.get(exc.status_code, "error")
+    return _error(request, exc.status_code, code, str(exc))
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return _error(request, 413, "payload_too_large", "The request body is too large.")
+
+
+def _identity(request: HttpRequest) -> Identity:
+    identity = request.auth  # type: ignore[attr-defined]
+    assert isinstance(identity, Identity)
+    return identity
+
+
+class PageQuery(Schema):
+    limit: int | None = None
+    page_token: str | None = None
+
+
+@api.get("/session", auth=None, response=dict[str, str], by_alias=True, tags=["session"])
+def session(request: HttpRequest) -> dict[str, str]:
+    """The CSRF token for cookie-authenticated clients (send it back as X-CSRFToken)."""
+    return {"csrfToken": get_token(request)}
+
+
+@api.get("/agents", response=list[dict[str, Any]], by_alias=True, tags=["agents"])
+def list_agents(request: HttpRequest) -> list[dict[str, Any]]:
+    return [agent.manifest() for agent in registry.agents().values()]
+
+
+@api.post("/threads", response={201: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"])
+def create_thread(request: HttpRequest, body: CreateThreadIn) -> Status[dict[str, Any]]:
+    thread = services.create_thread(_identity(request), agent=body.agent, title=body.title)
+    return Status(201, thread_out(thread))
+
+
+@api.get("/threads", response={200: ThreadPageOut, **ERRORS}, by_alias=True, tags=["threads"])
+def list_threads(request: HttpRequest, page: Query[PageQuery]) -> dict[str, Any]:
+    result = services.list_threads(_identity(request), limit=page.limit, page_token=page.page_token)
+    return {"threads": [thread_out(t) for t in result.items], "next_page_token": result.next_page_token}
+
+
+@api.get("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"])
+def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    return thread_out(services.get_thread(_identity(request), thread_id))
+
+
+@api.post("/threads/{thread_id}/messages", response={202: SendOut, 200: SendOut, **ERRORS}, by_alias=True, tags=["threads"])
+def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[dict[str, Any]]:
+    if len(request.body) > pai_settings.MAX_MESSAGE_BYTES:
+        raise HttpError(413, f"The message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes.")
+    if (body.message is None) == (body.text is None):
+        raise InvalidInput("send exactly one of 'message' or 'text'")
+    message = (
+        body.message.model_dump(exclude_none=True)
+        if body.message is not None
+        else {"role": "user", "parts": [{"type": "text", "text": body.text}]}
+    )
+    result = services.send(_identity(request), thread_id, message, client_data=body.client_data)
+    payload = {"message": message_out(result.message), "run": run_out(result.run), "created": result.created}
+    return Status(202 if result.created else 200, payload)
+
+
+@api.get("/threads/{thread_id}/messages", response={200: MessagePageOut, **ERRORS}, by_alias=True, tags=["threads"])
+def list_messages(request: HttpRequest, thread_id: str, page: Query[PageQuery]) -> dict[str, Any]:
+    result = services.list_messages(_identity(request), thread_id, limit=page.limit, page_token=page.page_token)
+    return {"messages": [message_out(m) for m in result.items], "next_page_token": result.next_page_token}
+
+
+@api.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, by_alias=True, tags=["runs"])
+def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    return run_out(services.get_run(_identity(request), run_id))
+
+

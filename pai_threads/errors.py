@@ -1,0 +1,40 @@
+"""Typed errors of the thread service; the HTTP layer maps each to one status code."""
+
+from __future__ import annotations
+
+__all__ = [
+    "InvalidInput",
+    "NotFound",
+    "PaiError",
+    "ThreadBusy",
+]
+
+
+class PaiError(Exception):
+    """Base class. ``code`` is stable and machine-readable; ``status`` is the HTTP status."""
+
+    code = "pai_error"
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(PaiError):
+    """Missing, or belonging to another scope: the two are indistinguishable by design."""
+
+    code = "not_found"
+    status = 404
+
+
+class InvalidInput(PaiError):
+    code = "invalid_input"
+    status = 422
+
+
+class ThreadBusy(PaiError):
+    """The thread has an active run and the send policy rejects concurrent input."""
+
+    code = "thread_busy"
+    status = 409

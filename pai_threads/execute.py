@@ -1,0 +1,47 @@
+"""Executing one run: claim its lease, run the engine, publish events.
+
+Both executors call :func:`aexecute_run`; it is safe to call twice for the same run (the
+second claim fails while the first lease is live), so correctness never depends on a broker
+delivering exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+
+from pai_agents.abort import AbortSignal
+from pai_agents.engine.events import EventSink, NullSink
+from pai_agents.engine.runner import RunEngine
+from pai_agents.engine.store import RunNotFound, RunOutcome
+from pai_threads import registry
+from pai_threads.conf import pai_settings
+from pai_threads.store import ORMThreadStore
+
+__all__ = ["aexecute_run", "worker_name"]
+
+logger = logging.getLogger("pai.execute")
+
+
+def worker_name() -> str:
+    """Identifies the lease owner in the admin and logs: host, process and thread."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+async def aexecute_run(
+    run_id: str, *, sink: EventSink | None = None, signal: AbortSignal | None = None
+) -> RunOutcome | None:
+    """Claim and execute ``run_id``; None when it is not claimable (done, or leased)."""
+    store = ORMThreadStore()
+    try:
+        claim = await store.claim_run(run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS)
+    except RunNotFound:
+        logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
+        return None
+    agent = registry.get_agent(claim.agent_name)
+    engine = RunEngine(agent=agent, store=store, sink=sink or NullSink())
+    outcome = await engine.run_episode(claim, signal=signal)
+    logger.info("run %s ended %s", run_id, outcome.status, extra={"run_id": run_id})
+    return outcome

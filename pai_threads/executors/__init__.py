@@ -1,0 +1,32 @@
+"""Executors: how a committed run reaches a worker.
+
+``"thread"`` runs it on an in-process event loop (the embedded default); ``"celery"`` sends
+it to Celery workers. Any other value is a dotted path to an :class:`Executor` class.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.utils.module_loading import import_string
+
+from pai_threads.conf import pai_settings
+from pai_threads.executors.base import Executor
+
+__all__ = ["Executor", "clear_cache", "get_executor"]
+
+_BUILTIN = {
+    "thread": "pai_threads.executors.thread.ThreadExecutor",
+    "celery": "pai_threads.executors.celery.CeleryExecutor",
+}
+
+
+@cache
+def get_executor() -> Executor:
+    name = pai_settings.EXECUTOR
+    executor_class = import_string(_BUILTIN.get(name, name))
+    return executor_class()  # type: ignore[no-any-return]
+
+
+def clear_cache() -> None:
+    get_executor.cache_clear()

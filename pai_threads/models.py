@@ -1,0 +1,215 @@
+"""Durable threads: where runs, messages and steps live.
+
+Every row carries ``scope_key``, the partition derived from the trusted identity; every store
+query filters by it, so another partition's thread is indistinguishable from a missing one.
+Message rows are a thin envelope around a complete AI SDK UIMessage (``parts`` + public
+``metadata``); visibility, private metadata and ordering live in envelope columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+
+from pai_agents.ids import new_id
+
+__all__ = ["Message", "Run", "Step", "Thread"]
+
+
+def _thread_id() -> str:
+    return new_id("thr")
+
+
+def _run_id() -> str:
+    return new_id("run")
+
+
+class Thread(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=_thread_id, editable=False)
+    scope_key = models.CharField(max_length=200)
+    agent_name = models.CharField(max_length=100)
+    title = models.CharField(max_length=200, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    private_metadata = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["scope_key", "-updated_at", "id"], name="pai_thread_scope_recent")]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def active(self) -> RunQuerySet:
+        return self.filter(status__in=Run.ACTIVE)
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        WAITING = "waiting"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+        BLOCKED = "blocked"
+
+    class Initiator(models.TextChoices):
+        SEND = "send"
+        TRIGGER = "trigger"
+        REGENERATE = "regenerate"
+        RESUME = "resume"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
+
+    id = models.CharField(primary_key=True, max_length=40, default=_run_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    scope_key = models.CharField(max_length=200)
+    agent_name = models.CharField(max_length=100)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    initiator = models.CharField(max_length=16, choices=Initiator.choices, default=Initiator.SEND)
+    # Trusted identity snapshot (resolved by server code at send time) and untrusted client data.
+    identity = models.JSONField(default=dict, blank=True)
+    client_data = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    private_metadata = models.JSONField(default=dict, blank=True)
+    # Lease: who executes the run, until when, and the fencing token every write checks.
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_token = models.BigIntegerField(default=0)
+    attempt = models.PositiveIntegerField(default=0)
+    step_count = models.PositiveIntegerField(default=0)
+    usage = models.JSONField(default=dict, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread"],
+                condition=Q(status__in=["queued", "running", "waiting"]),
+                name="pai_one_active_run_per_thread",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "waiting", "completed", "failed", "cancelled", "blocked"]),
+                name="pai_run_status_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["thread", "created_at"], name="pai_run_thread_created"),
+            models.Index(fields=["status", "lease_expires_at"], name="pai_run_status_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+
+class Message(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open"
+        COMMITTED = "committed"
+        PENDING = "pending"
+
+    class Producer(models.TextChoices):
+        SEND = "send"
+        TRIGGER = "trigger"
+        MODEL = "model"
+        LIFECYCLE = "lifecycle"
+        ADMIN = "admin"
+
+    class Relation(models.TextChoices):
+        INPUT = "input"
+        CONTEXT = "context"
+        OUTPUT = "output"
+
+    # The surrogate key doubles as the thread-ordering position: monotonic, indexed, and
+    # what opaque page tokens encode.
+    id = models.BigAutoField(primary_key=True)
+    message_id = models.CharField(max_length=100)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    scope_key = models.CharField(max_length=200)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, null=True, blank=True, related_name="messages")
+    role = models.CharField(max_length=16)
+    parts = models.JSONField(default=list)
+    metadata = models.JSONField(default=dict, blank=True)
+    private_metadata = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMMITTED)
+    producer = models.CharField(max_length=16, choices=Producer.choices)
+    relation = models.CharField(max_length=16, choices=Relation.choices, blank=True, default="")
+    step_index = models.PositiveIntegerField(null=True, blank=True)
+    in_transcript = models.BooleanField(default=True)
+    in_context = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "message_id"], name="pai_message_id_per_thread"),
+            models.UniqueConstraint(
+                fields=["run", "step_index"],
+                condition=Q(step_index__isnull=False),
+                name="pai_one_message_per_step",
+            ),
+            models.CheckConstraint(condition=Q(role__in=["system", "user", "assistant"]), name="pai_message_role_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["thread", "id"], condition=Q(in_transcript=True), name="pai_msg_transcript"),
+            models.Index(fields=["thread", "id"], condition=Q(in_context=True), name="pai_msg_context"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.message_id}"
+
+    def to_ui_message(self) -> dict[str, Any]:
+        """The client projection: public metadata plus the reserved ``metadata.pai``."""
+        pai: dict[str, Any] = {
+            "producer": self.producer,
+            "status": self.status,
+            "createdAt": self.created_at.isoformat(),
+            "updatedAt": self.updated_at.isoformat(),
+        }
+        if self.run_id:
+            pai["runId"] = self.run_id
+        if self.relation:
+            pai["relation"] = self.relation
+        return {
+            "id": self.message_id,
+            "role": self.role,
+            "metadata": {**self.metadata, "pai": pai},
+            "parts": self.parts,
+        }
+
+
+class Step(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    request = models.JSONField(default=dict)
+    usage = models.JSONField(default=dict)
+    finish_reason = models.CharField(max_length=32, blank=True, default="")
+    attempt = models.PositiveIntegerField(default=1)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="pai_step_index_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} step {self.index}"

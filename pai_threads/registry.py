@@ -1,0 +1,48 @@
+"""The agents this site serves, loaded from ``PAI["AGENTS"]`` dotted paths."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from pai_agents.agent import AgentDefinition
+from pai_threads.conf import pai_settings
+
+__all__ = ["AgentNotFound", "agents", "clear_cache", "default_agent_name", "get_agent"]
+
+
+class AgentNotFound(LookupError):
+    pass
+
+
+@cache
+def agents() -> dict[str, AgentDefinition]:
+    loaded: dict[str, AgentDefinition] = {}
+    for path in pai_settings.AGENTS:
+        agent = import_string(path) if isinstance(path, str) else path
+        if not isinstance(agent, AgentDefinition):
+            raise ImproperlyConfigured(f"PAI['AGENTS'] entry {path!r} is not an AgentDefinition")
+        if agent.name in loaded:
+            raise ImproperlyConfigured(f"PAI['AGENTS'] defines agent {agent.name!r} twice")
+        loaded[agent.name] = agent
+    return loaded
+
+
+def get_agent(name: str) -> AgentDefinition:
+    try:
+        return agents()[name]
+    except KeyError:
+        raise AgentNotFound(name) from None
+
+
+def default_agent_name() -> str:
+    names = list(agents())
+    if not names:
+        raise ImproperlyConfigured("PAI['AGENTS'] is empty: register at least one agent")
+    return names[0]
+
+
+def clear_cache() -> None:
+    agents.cache_clear()

@@ -1,0 +1,182 @@
+"""The ORM implementation of the engine's :class:`ThreadStore`.
+
+Each method is one short synchronous transaction, called from the engine through
+``sync_to_async``. Fencing: a write transaction starts with a conditional UPDATE of the run
+row (``lease_token = <ours> AND status = running``); zero rows means the lease is gone and
+the transaction raises :class:`LeaseLost` before writing anything. The UPDATE also locks
+the run row until commit, so a concurrent claim (which bumps the token) waits for us.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from pai_agents.engine.store import (
+    TERMINAL_STATUSES,
+    ClaimedRun,
+    Lease,
+    LeaseLost,
+    RunNotFound,
+    RunOutcome,
+    StepRecord,
+)
+from pai_agents.json import ensure_strict_json
+from pai_agents.messages.types import UIMessage
+from pai_threads.models import Message, Run, Step
+
+__all__ = ["ORMThreadStore"]
+
+
+def _fence(lease: Lease, **changes: Any) -> None:
+    """Check (and lock) the lease inside the current transaction, applying ``changes``."""
+    fenced = Run.objects.filter(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
+    if fenced.update(**(changes or {"lease_token": F("lease_token")})) != 1:
+        raise LeaseLost(lease.run_id)
+
+
+def _outcome_changes(outcome: RunOutcome) -> dict[str, Any]:
+    changes: dict[str, Any] = {
+        "status": outcome.status,
+        "usage": ensure_strict_json(dict(outcome.usage), what="usage"),
+        "error": dict(outcome.error) if outcome.error else None,
+    }
+    if outcome.status in TERMINAL_STATUSES or outcome.status == Run.Status.WAITING:
+        changes.update(lease_owner="", lease_expires_at=None)
+    if outcome.status in TERMINAL_STATUSES:
+        changes["finished_at"] = timezone.now()
+    return changes
+
+
+class ORMThreadStore:
+    """Persistence for the engine on the Django ORM (SQLite or PostgreSQL)."""
+
+    # -- sync implementations (each one transaction) --
+
+    def claim_run_sync(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
+        now = timezone.now()
+        claimable = Q(status=Run.Status.QUEUED) | Q(
+            status=Run.Status.RUNNING, lease_expires_at__lt=now
+        )
+        with transaction.atomic():
+            updated = Run.objects.filter(claimable, id=run_id).update(
+                status=Run.Status.RUNNING,
+                lease_owner=owner,
+                lease_expires_at=now + timedelta(seconds=lease_seconds),
+                lease_token=F("lease_token") + 1,
+                attempt=F("attempt") + 1,
+                started_at=now,
+            )
+            if updated != 1:
+                raise RunNotFound(run_id)
+            run = Run.objects.only(
+                "id", "thread_id", "agent_name", "scope_key", "identity", "client_data",
+                "initiator", "step_count", "attempt", "lease_token",
+            ).get(id=run_id)
+        return ClaimedRun(
+            lease=Lease(
+                run_id=run.id, owner=owner, token=run.lease_token,
+                thread_id=run.thread_id, scope_key=run.scope_key,
+            ),
+            thread_id=run.thread_id,
+            agent_name=run.agent_name,
+            scope_key=run.scope_key,
+            identity=run.identity,
+            client_data=run.client_data,
+            initiator=run.initiator,
+            step_count=run.step_count,
+            attempt=run.attempt,
+        )
+
+    def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> None:
+        _fence(lease, lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
+
+    def load_context_sync(self, lease: Lease) -> list[UIMessage]:
+        rows = Message.objects.filter(
+            thread_id=lease.thread_id, in_context=True, status=Message.Status.COMMITTED
+        ).order_by("id").values_list("message_id", "role", "parts")
+        return [{"id": mid, "role": role, "parts": parts} for mid, role, parts in rows]
+
+    def commit_step_sync(
+        self, lease: Lease, *, message: UIMessage, step: StepRecord, outcome: RunOutcome | None
+    ) -> None:
+        run_changes: dict[str, Any] = {"step_count": step.index + 1}
+        if outcome is not None:
+            run_changes.update(_outcome_changes(outcome))
+        with transaction.atomic():
+            _fence(lease, **run_changes)
+            row = Message.objects.create(
+                message_id=message["id"],
+                thread_id=lease.thread_id,
+                scope_key=lease.scope_key,
+                run_id=lease.run_id,
+                role=message["role"],
+                parts=ensure_strict_json(message["parts"], what="message parts"),
+                producer=Message.Producer.MODEL,
+                relation=Message.Relation.OUTPUT,
+                step_index=step.index,
+            )
+            Step.objects.create(
+                run_id=lease.run_id,
+                index=step.index,
+                message=row,
+                request=ensure_strict_json(dict(step.request), what="step request"),
+                usage=dict(step.usage),
+                finish_reason=step.finish_reason,
+                started_at=step.started_at,
+                finished_at=step.finished_at,
+            )
+
+    def update_message_sync(
+        self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None
+    ) -> None:
+        with transaction.atomic():
+            if outcome is not None:
+                _fence(lease, **_outcome_changes(outcome))
+            else:
+                _fence(lease)
+            updated = Message.objects.filter(run_id=lease.run_id, message_id=message["id"]).update(
+                parts=ensure_strict_json(message["parts"], what="message parts"),
+                updated_at=timezone.now(),
+            )
+            if updated != 1:
+                raise LookupError(f"run {lease.run_id} has no message {message['id']}")
+
+    def finish_run_sync(self, lease: Lease, outcome: RunOutcome) -> None:
+        with transaction.atomic():
+            _fence(lease, **_outcome_changes(outcome))
+
+    # -- the async protocol --
+
+    async def claim_run(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
+        return await sync_to_async(self.claim_run_sync, thread_sensitive=False)(
+            run_id, owner=owner, lease_seconds=lease_seconds
+        )
+
+    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> None:
+        await sync_to_async(self.heartbeat_sync, thread_sensitive=False)(lease, lease_seconds=lease_seconds)
+
+    async def load_context(self, lease: Lease) -> list[UIMessage]:
+        return await sync_to_async(self.load_context_sync, thread_sensitive=False)(lease)
+
+    async def commit_step(
+        self, lease: Lease, *, message: UIMessage, step: StepRecord, outcome: RunOutcome | None = None
+    ) -> None:
+        await sync_to_async(self.commit_step_sync, thread_sensitive=False)(
+            lease, message=message, step=step, outcome=outcome
+        )
+
+    async def update_message(
+        self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None
+    ) -> None:
+        await sync_to_async(self.update_message_sync, thread_sensitive=False)(
+            lease, message=message, outcome=outcome
+        )
+
+    async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
+        await sync_to_async(self.finish_run_sync, thread_sensitive=False)(lease, outcome)

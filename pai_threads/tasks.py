@@ -1,0 +1,18 @@
+"""Celery tasks. ``acks_late`` so a worker killed mid-run leaves the message to redeliver;
+the run's lease (not the broker) decides who may execute it."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from pai_threads.executors.loop import background_loop
+
+__all__ = ["execute_run"]
+
+
+@shared_task(name="pai_threads.execute_run", acks_late=True, ignore_result=True)
+def execute_run(run_id: str) -> str | None:
+    from pai_threads.execute import aexecute_run
+
+    outcome = background_loop().submit(aexecute_run(run_id)).result()
+    return outcome.status if outcome else None

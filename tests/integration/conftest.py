@@ -1,0 +1,45 @@
+"""Fixtures for tests that go through Django: identities, the API client, waiting on runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from django.test import Client
+
+from pai_threads.identity import Identity
+from pai_threads.models import Run
+
+
+@pytest.fixture
+def alice() -> Identity:
+    return Identity(scope_key="user:alice", data={"userId": "alice"})
+
+
+@pytest.fixture
+def bob() -> Identity:
+    return Identity(scope_key="user:bob", data={"userId": "bob"})
+
+
+@pytest.fixture
+def wait_for_run() -> Callable[..., Run]:
+    """Poll a run until it leaves the active states (runs execute on other threads/processes)."""
+
+    def wait(run_id: str, timeout: float = 30.0) -> Run:
+        deadline = time.monotonic() + timeout
+        while True:
+            run = Run.objects.get(id=run_id)
+            if run.status not in Run.ACTIVE:
+                return run
+            if time.monotonic() > deadline:
+                raise AssertionError(f"run {run_id} still {run.status} after {timeout}s")
+            time.sleep(0.05)
+
+    return wait
+
+
+@pytest.fixture
+def api_client() -> Client:
+    """A browser-like client: session cookie identity, CSRF enforced like in production."""
+    return Client(enforce_csrf_checks=True)
