@@ -3,7 +3,7 @@
 Nothing here imports Django's ORM; ``pai_threads`` supplies persistence and transport.
 """
 
-from pai_agents.abort import AbortSignal, Aborted
+from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition, AgentDefinitionError, define_agent
 from pai_agents.engine import (
     ClaimedRun,

@@ -58,8 +58,12 @@ class AbortSignal:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
 
+        def settle() -> None:
+            if not future.done():
+                future.set_result(None)
+
         def wake() -> None:
-            loop.call_soon_threadsafe(lambda: future.done() or future.set_result(None))
+            loop.call_soon_threadsafe(settle)
 
         self.on_abort(wake)
         await future

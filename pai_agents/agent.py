@@ -109,7 +109,9 @@ class AgentDefinition:
         return await call_user(self.runtime_context, behavior)
 
 
-def _validate(schema: type[BaseModel] | None, value: Mapping[str, Any], what: str) -> dict[str, Any]:
+def _validate(
+    schema: type[BaseModel] | None, value: Mapping[str, Any], what: str
+) -> dict[str, Any]:
     if schema is None:
         return dict(value)
     try:
@@ -148,12 +150,16 @@ def define_agent(
         if not isinstance(item, Tool):
             raise AgentDefinitionError(f"agent {name!r}: {key!r} is not a Tool (use tool())")
         if key != item.name:
-            raise AgentDefinitionError(f"agent {name!r}: tool key {key!r} != its name {item.name!r}")
+            raise AgentDefinitionError(
+                f"agent {name!r}: tool key {key!r} != its name {item.name!r}"
+            )
         if key in tool_map:
             raise AgentDefinitionError(f"agent {name!r}: duplicate tool {key!r}")
         tool_map[key] = item
     if not (callable(model) or isinstance(model, ModelSelection | LanguageModel)):
-        raise AgentDefinitionError(f"agent {name!r}: model must be a LanguageModel, ModelSelection or resolver")
+        raise AgentDefinitionError(
+            f"agent {name!r}: model must be a LanguageModel, ModelSelection or resolver"
+        )
     return AgentDefinition(
         name=name,
         version=version,

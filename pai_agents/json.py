@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 
 __all__ = ["JsonObject", "JsonValue", "NotStrictJson", "ensure_strict_json", "is_strict_json"]
 
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = "dict[str, JsonValue]"
 
 
@@ -46,7 +46,7 @@ def _check(value: Any, path: str) -> None:
 def ensure_strict_json(value: Any, *, what: str = "value") -> JsonValue:
     """Return ``value`` unchanged if it is strict JSON, else raise :class:`NotStrictJson`."""
     _check(value, what)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def is_strict_json(value: Any) -> bool:

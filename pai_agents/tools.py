@@ -159,7 +159,7 @@ def tool(
 def tool(
     name: str | None = None,
     *,
-    input: type[BaseModel],  # noqa: A002 - mirrors the AI SDK's tool({ inputSchema }) naming
+    input: type[BaseModel],
     execute: Execute | None = None,
     description: str = "",
     output: type[BaseModel] | None = None,
@@ -196,4 +196,3 @@ def tool(
         return build(fn, fn.__name__, inspect.cleandoc(fn.__doc__ or ""))
 
     return decorator
-

@@ -19,10 +19,28 @@ def check_pai_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
 
         agents = registry.agents()
     except Exception as exc:
-        return [Error(f"PAI['AGENTS'] could not be loaded: {exc}", hint="Each entry is a dotted path to a define_agent() result.", id="pai.E001")]
+        return [
+            Error(
+                f"PAI['AGENTS'] could not be loaded: {exc}",
+                hint="Each entry is a dotted path to a define_agent() result.",
+                id="pai.E001",
+            )
+        ]
     if not agents:
-        errors.append(Error("PAI['AGENTS'] is empty", hint="Add the dotted path of at least one agent.", id="pai.E002"))
+        errors.append(
+            Error(
+                "PAI['AGENTS'] is empty",
+                hint="Add the dotted path of at least one agent.",
+                id="pai.E002",
+            )
+        )
     executor = pai_settings.EXECUTOR
     if executor not in ("thread", "celery") and "." not in str(executor):
-        errors.append(Error(f"PAI['EXECUTOR'] = {executor!r} is unknown", hint="Use 'thread', 'celery' or a dotted path.", id="pai.E003"))
+        errors.append(
+            Error(
+                f"PAI['EXECUTOR'] = {executor!r} is unknown",
+                hint="Use 'thread', 'celery' or a dotted path.",
+                id="pai.E003",
+            )
+        )
     return errors

@@ -36,7 +36,9 @@ async def aexecute_run(
     """Claim and execute ``run_id``; None when it is not claimable (done, or leased)."""
     store = ORMThreadStore()
     try:
-        claim = await store.claim_run(run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS)
+        claim = await store.claim_run(
+            run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS
+        )
     except RunNotFound:
         logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
         return None

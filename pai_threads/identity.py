@@ -39,7 +39,10 @@ def session_identity(request: HttpRequest) -> Identity:
     """The demo resolver: the logged-in user, or an anonymous identity per browser session."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        return Identity(scope_key=f"user:{user.pk}", data={"userId": str(user.pk), "username": user.get_username()})
+        return Identity(
+            scope_key=f"user:{user.pk}",
+            data={"userId": str(user.pk), "username": user.get_username()},
+        )
     session = request.session
     if session.session_key is None:
         session.save()

@@ -39,7 +39,9 @@ class Thread(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
-        indexes = [models.Index(fields=["scope_key", "-updated_at", "id"], name="pai_thread_scope_recent")]
+        indexes = [
+            models.Index(fields=["scope_key", "-updated_at", "id"], name="pai_thread_scope_recent")
+        ]
 
     def __str__(self) -> str:
         return self.title or self.id
@@ -102,7 +104,17 @@ class Run(models.Model):
                 name="pai_one_active_run_per_thread",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["queued", "running", "waiting", "completed", "failed", "cancelled", "blocked"]),
+                condition=Q(
+                    status__in=[
+                        "queued",
+                        "running",
+                        "waiting",
+                        "completed",
+                        "failed",
+                        "cancelled",
+                        "blocked",
+                    ]
+                ),
                 name="pai_run_status_valid",
             ),
         ]
@@ -143,7 +155,9 @@ class Message(models.Model):
     message_id = models.CharField(max_length=100)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
     scope_key = models.CharField(max_length=200)
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, null=True, blank=True, related_name="messages")
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, null=True, blank=True, related_name="messages"
+    )
     role = models.CharField(max_length=16)
     parts = models.JSONField(default=list)
     metadata = models.JSONField(default=dict, blank=True)
@@ -160,17 +174,25 @@ class Message(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["thread", "message_id"], name="pai_message_id_per_thread"),
+            models.UniqueConstraint(
+                fields=["thread", "message_id"], name="pai_message_id_per_thread"
+            ),
             models.UniqueConstraint(
                 fields=["run", "step_index"],
                 condition=Q(step_index__isnull=False),
                 name="pai_one_message_per_step",
             ),
-            models.CheckConstraint(condition=Q(role__in=["system", "user", "assistant"]), name="pai_message_role_valid"),
+            models.CheckConstraint(
+                condition=Q(role__in=["system", "user", "assistant"]), name="pai_message_role_valid"
+            ),
         ]
         indexes = [
-            models.Index(fields=["thread", "id"], condition=Q(in_transcript=True), name="pai_msg_transcript"),
-            models.Index(fields=["thread", "id"], condition=Q(in_context=True), name="pai_msg_context"),
+            models.Index(
+                fields=["thread", "id"], condition=Q(in_transcript=True), name="pai_msg_transcript"
+            ),
+            models.Index(
+                fields=["thread", "id"], condition=Q(in_context=True), name="pai_msg_context"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -199,7 +221,9 @@ class Message(models.Model):
 class Step(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
     index = models.PositiveIntegerField()
-    message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     request = models.JSONField(default=dict)
     usage = models.JSONField(default=dict)
     finish_reason = models.CharField(max_length=32, blank=True, default="")
@@ -209,7 +233,9 @@ class Step(models.Model):
 
     class Meta:
         ordering = ["run", "index"]
-        constraints = [models.UniqueConstraint(fields=["run", "index"], name="pai_step_index_per_run")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="pai_step_index_per_run")
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id} step {self.index}"

@@ -57,7 +57,9 @@ def create_thread(identity: Identity, *, agent: str | None = None, title: str = 
         registry.get_agent(agent_name)
     except registry.AgentNotFound:
         raise InvalidInput(f"unknown agent {agent_name!r}") from None
-    return Thread.objects.create(scope_key=identity.scope_key, agent_name=agent_name, title=title[:200])
+    return Thread.objects.create(
+        scope_key=identity.scope_key, agent_name=agent_name, title=title[:200]
+    )
 
 
 def get_thread(identity: Identity, thread_id: str) -> Thread:
@@ -72,7 +74,9 @@ def _page_size(limit: int | None) -> int:
     return max(1, min(size, pai_settings.MAX_PAGE_SIZE))
 
 
-def list_threads(identity: Identity, *, limit: int | None = None, page_token: str | None = None) -> Page:
+def list_threads(
+    identity: Identity, *, limit: int | None = None, page_token: str | None = None
+) -> Page:
     """Most recently updated first; the token resumes after the last thread seen."""
     size = _page_size(limit)
     threads = Thread.objects.filter(scope_key=identity.scope_key).order_by("-updated_at", "-id")
@@ -120,7 +124,9 @@ def get_run(identity: Identity, run_id: str) -> Run:
         raise NotFound("run not found") from None
 
 
-def _validate_user_message(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+def _validate_user_message(
+    message: Mapping[str, Any],
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
     if message.get("role", "user") != "user":
         raise InvalidInput("only user messages can be sent")
     parts = message.get("parts")
@@ -132,7 +138,9 @@ def _validate_user_message(message: Mapping[str, Any]) -> tuple[str, list[dict[s
             raise InvalidInput(f"parts[{index}]: type must be text, file or data-*")
         if kind == "text" and not isinstance(part.get("text"), str):
             raise InvalidInput(f"parts[{index}]: a text part needs a string 'text'")
-        if kind == "file" and not (isinstance(part.get("url"), str) and isinstance(part.get("mediaType"), str)):
+        if kind == "file" and not (
+            isinstance(part.get("url"), str) and isinstance(part.get("mediaType"), str)
+        ):
             raise InvalidInput(f"parts[{index}]: a file part needs 'url' and 'mediaType'")
     metadata = message.get("metadata") or {}
     if not isinstance(metadata, dict):

@@ -10,7 +10,7 @@ the run row until commit, so a concurrent claim (which bumps the token) waits fo
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -27,7 +27,7 @@ from pai_agents.engine.store import (
     StepRecord,
 )
 from pai_agents.json import ensure_strict_json
-from pai_agents.messages.types import UIMessage
+from pai_agents.messages.types import MessageRole, UIMessage
 from pai_threads.models import Message, Run, Step
 
 __all__ = ["ORMThreadStore"]
@@ -75,13 +75,24 @@ class ORMThreadStore:
             if updated != 1:
                 raise RunNotFound(run_id)
             run = Run.objects.only(
-                "id", "thread_id", "agent_name", "scope_key", "identity", "client_data",
-                "initiator", "step_count", "attempt", "lease_token",
+                "id",
+                "thread_id",
+                "agent_name",
+                "scope_key",
+                "identity",
+                "client_data",
+                "initiator",
+                "step_count",
+                "attempt",
+                "lease_token",
             ).get(id=run_id)
         return ClaimedRun(
             lease=Lease(
-                run_id=run.id, owner=owner, token=run.lease_token,
-                thread_id=run.thread_id, scope_key=run.scope_key,
+                run_id=run.id,
+                owner=owner,
+                token=run.lease_token,
+                thread_id=run.thread_id,
+                scope_key=run.scope_key,
             ),
             thread_id=run.thread_id,
             agent_name=run.agent_name,
@@ -97,10 +108,17 @@ class ORMThreadStore:
         _fence(lease, lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
 
     def load_context_sync(self, lease: Lease) -> list[UIMessage]:
-        rows = Message.objects.filter(
-            thread_id=lease.thread_id, in_context=True, status=Message.Status.COMMITTED
-        ).order_by("id").values_list("message_id", "role", "parts")
-        return [{"id": mid, "role": role, "parts": parts} for mid, role, parts in rows]
+        rows = (
+            Message.objects.filter(
+                thread_id=lease.thread_id, in_context=True, status=Message.Status.COMMITTED
+            )
+            .order_by("id")
+            .values_list("message_id", "role", "parts")
+        )
+        return [
+            UIMessage(id=mid, role=cast(MessageRole, role), parts=parts)
+            for mid, role, parts in rows
+        ]
 
     def commit_step_sync(
         self, lease: Lease, *, message: UIMessage, step: StepRecord, outcome: RunOutcome | None
@@ -159,13 +177,20 @@ class ORMThreadStore:
         )
 
     async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> None:
-        await sync_to_async(self.heartbeat_sync, thread_sensitive=False)(lease, lease_seconds=lease_seconds)
+        await sync_to_async(self.heartbeat_sync, thread_sensitive=False)(
+            lease, lease_seconds=lease_seconds
+        )
 
     async def load_context(self, lease: Lease) -> list[UIMessage]:
         return await sync_to_async(self.load_context_sync, thread_sensitive=False)(lease)
 
     async def commit_step(
-        self, lease: Lease, *, message: UIMessage, step: StepRecord, outcome: RunOutcome | None = None
+        self,
+        lease: Lease,
+        *,
+        message: UIMessage,
+        step: StepRecord,
+        outcome: RunOutcome | None = None,
     ) -> None:
         await sync_to_async(self.commit_step_sync, thread_sensitive=False)(
             lease, message=message, step=step, outcome=outcome

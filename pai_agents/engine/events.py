@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeAlias
 
-__all__ = ["EventSink", "NullSink", "RunEvent", "RecordingSink"]
+__all__ = ["EventSink", "NullSink", "RecordingSink", "RunEvent"]
 
 # {"type": "generation.started", "runId", "threadId", "messageId"}
 # {"type": "generation.message.chunk", "runId", "threadId", "messageId", "index", "chunk"}

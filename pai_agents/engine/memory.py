@@ -86,7 +86,9 @@ class InMemoryThreadStore:
     ) -> str:
         with self._lock:
             thread = self.threads[thread_id]
-            if any(r.thread_id == thread_id and r.status in ACTIVE_STATUSES for r in self.runs.values()):
+            if any(
+                r.thread_id == thread_id and r.status in ACTIVE_STATUSES for r in self.runs.values()
+            ):
                 raise RuntimeError("thread already has an active run")
             run = MemoryRun(
                 id=new_id("run"),
@@ -97,8 +99,11 @@ class InMemoryThreadStore:
                 client_data=client_data or {},
             )
             self.runs[run.id] = run
-            self._append(MemoryMessage(message=copy.deepcopy(message), thread_id=thread_id,
-                                       run_id=run.id, position=0))
+            self._append(
+                MemoryMessage(
+                    message=copy.deepcopy(message), thread_id=thread_id, run_id=run.id, position=0
+                )
+            )
             return run.id
 
     def thread_messages(self, thread_id: str) -> list[UIMessage]:
@@ -110,8 +115,10 @@ class InMemoryThreadStore:
         now = datetime.now(UTC)
         with self._lock:
             run = self.runs.get(run_id)
-            expired = run is not None and run.status == "running" and (
-                run.lease_expires_at is None or run.lease_expires_at < now
+            expired = (
+                run is not None
+                and run.status == "running"
+                and (run.lease_expires_at is None or run.lease_expires_at < now)
             )
             if run is None or not (run.status == "queued" or expired):
                 raise RunNotFound(run_id)
@@ -122,8 +129,11 @@ class InMemoryThreadStore:
             run.attempt += 1
             return ClaimedRun(
                 lease=Lease(
-                    run_id=run.id, owner=owner, token=run.lease_token,
-                    thread_id=run.thread_id, scope_key=run.scope_key,
+                    run_id=run.id,
+                    owner=owner,
+                    token=run.lease_token,
+                    thread_id=run.thread_id,
+                    scope_key=run.scope_key,
                 ),
                 thread_id=run.thread_id,
                 agent_name=run.agent_name,
@@ -156,14 +166,26 @@ class InMemoryThreadStore:
             ]
 
     async def commit_step(
-        self, lease: Lease, *, message: UIMessage, step: StepRecord, outcome: RunOutcome | None = None
+        self,
+        lease: Lease,
+        *,
+        message: UIMessage,
+        step: StepRecord,
+        outcome: RunOutcome | None = None,
     ) -> None:
         with self._lock:
             run = self._fenced(lease)
             if any(m.run_id == run.id and m.step_index == step.index for m in self.messages):
                 raise ValueError(f"run {run.id} already has a message for step {step.index}")
-            self._append(MemoryMessage(message=copy.deepcopy(message), thread_id=run.thread_id,
-                                       run_id=run.id, position=0, step_index=step.index))
+            self._append(
+                MemoryMessage(
+                    message=copy.deepcopy(message),
+                    thread_id=run.thread_id,
+                    run_id=run.id,
+                    position=0,
+                    step_index=step.index,
+                )
+            )
             self.steps.setdefault(run.id, []).append(step)
             run.step_count = step.index + 1
             if outcome is not None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pai_agents.abort import AbortSignal, Aborted
+from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition
 from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.step_stream import PendingCall, StepTranslator
@@ -52,9 +52,14 @@ class _Generation:
         for chunk in chunks:
             self.reducer.apply(chunk)
             await self.sink.publish(
-                {"type": "generation.message.chunk", "runId": self.claim.lease.run_id,
-                 "threadId": self.claim.thread_id, "messageId": self.message_id,
-                 "index": self.index, "chunk": chunk}
+                {
+                    "type": "generation.message.chunk",
+                    "runId": self.claim.lease.run_id,
+                    "threadId": self.claim.thread_id,
+                    "messageId": self.message_id,
+                    "index": self.index,
+                    "chunk": chunk,
+                }
             )
             self.index += 1
 
@@ -75,7 +80,9 @@ class RunEngine:
     store: ThreadStore
     sink: EventSink = field(default_factory=NullSink)
 
-    async def run_episode(self, claim: ClaimedRun, *, signal: AbortSignal | None = None) -> RunOutcome:
+    async def run_episode(
+        self, claim: ClaimedRun, *, signal: AbortSignal | None = None
+    ) -> RunOutcome:
         signal = signal or AbortSignal()
         lease = claim.lease
         usage: Usage = {}
@@ -121,10 +128,12 @@ class RunEngine:
             )
             if translator.tool_call_count == 0:
                 await generation.emit(*_end_chunks(translator.finish_reason))
-                outcome = RunOutcome(status="completed", usage=usage)
-                await self.store.commit_step(lease, message=generation.message, step=step, outcome=outcome)
-                await self._finished(claim, generation.message, outcome)
-                return outcome
+                done = RunOutcome(status="completed", usage=usage)
+                await self.store.commit_step(
+                    lease, message=generation.message, step=step, outcome=done
+                )
+                await self._finished(claim, generation.message, done)
+                return done
 
             # At-most-once tools: the calls are durable before any of them runs.
             await self.store.commit_step(lease, message=generation.message, step=step)
@@ -135,7 +144,7 @@ class RunEngine:
             )
             await generation.emit(*results)
             last_step = index + 1 >= self.agent.max_steps
-            outcome = None
+            outcome: RunOutcome | None = None
             if client_calls:
                 outcome = RunOutcome(status="waiting", usage=usage)
             elif last_step:
@@ -181,11 +190,18 @@ class RunEngine:
             "messageCount": len(request.messages),
         }
         message_id = new_id("msg")
-        generation = _Generation(claim, self.sink, {"id": message_id, "role": "assistant", "parts": []})
+        generation = _Generation(
+            claim, self.sink, {"id": message_id, "role": "assistant", "parts": []}
+        )
         translator = StepTranslator(self.agent.tools)
         await self.sink.publish(
-            {"type": "generation.started", "runId": claim.lease.run_id,
-             "threadId": claim.thread_id, "messageId": message_id, "step": index}
+            {
+                "type": "generation.started",
+                "runId": claim.lease.run_id,
+                "threadId": claim.thread_id,
+                "messageId": message_id,
+                "step": index,
+            }
         )
         await generation.emit({"type": "start", "messageId": message_id}, {"type": "start-step"})
         t0 = time.perf_counter()
@@ -198,7 +214,9 @@ class RunEngine:
         if translator.response:
             summary["response"] = translator.response
         return _StepOutput(
-            generation=generation, translator=translator, started_at=started_at,
+            generation=generation,
+            translator=translator,
+            started_at=started_at,
             request_summary=summary,
         )
 
@@ -223,11 +241,18 @@ class RunEngine:
         try:
             output = await call.tool.arun(call.parsed, context)
         except ToolError as exc:
-            return {"type": "tool-output-error", "toolCallId": call.tool_call_id, "errorText": str(exc)}
+            return {
+                "type": "tool-output-error",
+                "toolCallId": call.tool_call_id,
+                "errorText": str(exc),
+            }
         except Exception as exc:
             logger.warning(
-                "tool %s raised %s", call.tool.name, type(exc).__name__,
-                extra={"run_id": claim.lease.run_id}, exc_info=True,
+                "tool %s raised %s",
+                call.tool.name,
+                type(exc).__name__,
+                extra={"run_id": claim.lease.run_id},
+                exc_info=True,
             )
             return {
                 "type": "tool-output-error",
@@ -238,30 +263,46 @@ class RunEngine:
 
     async def _generation_finished(self, claim: ClaimedRun, message: UIMessage) -> None:
         await self.sink.publish(
-            {"type": "generation.finished", "runId": claim.lease.run_id,
-             "threadId": claim.thread_id, "messageId": message["id"], "message": message}
+            {
+                "type": "generation.finished",
+                "runId": claim.lease.run_id,
+                "threadId": claim.thread_id,
+                "messageId": message["id"],
+                "message": message,
+            }
         )
 
     async def _finished(self, claim: ClaimedRun, message: UIMessage, outcome: RunOutcome) -> None:
         await self._generation_finished(claim, message)
         await self.sink.publish(
-            {"type": "run.status", "runId": claim.lease.run_id, "threadId": claim.thread_id,
-             "status": outcome.status}
+            {
+                "type": "run.status",
+                "runId": claim.lease.run_id,
+                "threadId": claim.thread_id,
+                "status": outcome.status,
+            }
         )
 
     async def _finish(self, claim: ClaimedRun, outcome: RunOutcome) -> RunOutcome:
         await self.store.finish_run(claim.lease, outcome)
         await self.sink.publish(
-            {"type": "run.status", "runId": claim.lease.run_id, "threadId": claim.thread_id,
-             "status": outcome.status}
+            {
+                "type": "run.status",
+                "runId": claim.lease.run_id,
+                "threadId": claim.thread_id,
+                "status": outcome.status,
+            }
         )
         return outcome
 
     async def _fail(self, claim: ClaimedRun, exc: BaseException, usage: Usage) -> RunOutcome:
         # The error detail is private: operators see it on the run, clients see the status.
         logger.error(
-            "run %s failed: %s", claim.lease.run_id, type(exc).__name__,
-            extra={"run_id": claim.lease.run_id}, exc_info=exc,
+            "run %s failed: %s",
+            claim.lease.run_id,
+            type(exc).__name__,
+            extra={"run_id": claim.lease.run_id},
+            exc_info=exc,
         )
         error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
         return await self._finish(claim, RunOutcome(status="failed", error=error, usage=usage))

@@ -60,7 +60,13 @@ class StepTranslator:
         if kind == "tool-input-delta":
             if part["id"] not in self._started_calls:
                 return []
-            return [{"type": "tool-input-delta", "toolCallId": part["id"], "inputTextDelta": part["delta"]}]
+            return [
+                {
+                    "type": "tool-input-delta",
+                    "toolCallId": part["id"],
+                    "inputTextDelta": part["delta"],
+                }
+            ]
         if kind == "tool-call":
             return self._tool_call(part["toolCallId"], part["toolName"], part.get("input", ""))
         if kind == "finish":
@@ -79,7 +85,11 @@ class StepTranslator:
 
     def _input_start(self, call_id: str, name: str) -> list[UIMessageChunk]:
         self._started_calls.add(call_id)
-        chunk: UIMessageChunk = {"type": "tool-input-start", "toolCallId": call_id, "toolName": name}
+        chunk: UIMessageChunk = {
+            "type": "tool-input-start",
+            "toolCallId": call_id,
+            "toolName": name,
+        }
         if name not in self._tools:
             chunk["dynamic"] = True
         return [chunk]
@@ -117,7 +127,12 @@ class StepTranslator:
             return chunks
         value = json.loads(raw_input) if raw_input.strip() else {}
         chunks.append(
-            {"type": "tool-input-available", "toolCallId": call_id, "toolName": name, "input": value}
+            {
+                "type": "tool-input-available",
+                "toolCallId": call_id,
+                "toolName": name,
+                "input": value,
+            }
         )
         self.calls.append(PendingCall(tool_call_id=call_id, tool=tool, input=value, parsed=parsed))
         return chunks

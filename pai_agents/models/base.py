@@ -40,9 +40,15 @@ class Usage(TypedDict, total=False):
 
 def add_usage(left: Usage, right: Usage) -> Usage:
     total: Usage = {}
-    for key in ("inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens"):
+    for key in (
+        "inputTokens",
+        "outputTokens",
+        "totalTokens",
+        "reasoningTokens",
+        "cachedInputTokens",
+    ):
         if key in left or key in right:
-            total[key] = left.get(key, 0) + right.get(key, 0)  # type: ignore[literal-required]
+            total[key] = left.get(key, 0) + right.get(key, 0)
     return total
 
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pai_agents._callables import call_user
-from pai_agents.abort import AbortSignal, Aborted
+from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.models.base import ModelRequest, StepStreamPart, Usage
 
-__all__ = ["ScriptedModel", "ScriptedStep", "ScriptedToolCall", "ScriptExhausted"]
+__all__ = ["ScriptExhausted", "ScriptedModel", "ScriptedStep", "ScriptedToolCall"]
 
 _ids = itertools.count(1)
 
@@ -52,7 +52,9 @@ class ScriptedStep:
         return cls(text=text, **options)
 
     @classmethod
-    def call(cls, name: str, input: Any = None, *, id: str | None = None, **options: Any) -> ScriptedStep:  # noqa: A002
+    def call(
+        cls, name: str, input: Any = None, *, id: str | None = None, **options: Any
+    ) -> ScriptedStep:
         return cls(tool_calls=[ScriptedToolCall(name=name, input=input or {}, id=id)], **options)
 
 
@@ -91,7 +93,9 @@ class ScriptedModel:
                 raise TypeError(f"ScriptedModel responder returned {type(step).__name__}")
             return step
         if not self._queue:
-            raise ScriptExhausted(f"ScriptedModel has no step left for request {len(self.requests)}")
+            raise ScriptExhausted(
+                f"ScriptedModel has no step left for request {len(self.requests)}"
+            )
         return self._queue.pop(0)
 
     async def stream(
@@ -123,9 +127,18 @@ class ScriptedModel:
             third = max(1, len(arguments) // 3)
             for start in range(0, len(arguments), third):
                 await _pause(step.delay, signal)
-                yield {"type": "tool-input-delta", "id": call_id, "delta": arguments[start : start + third]}
+                yield {
+                    "type": "tool-input-delta",
+                    "id": call_id,
+                    "delta": arguments[start : start + third],
+                }
             yield {"type": "tool-input-end", "id": call_id}
-            yield {"type": "tool-call", "toolCallId": call_id, "toolName": call.name, "input": arguments}
+            yield {
+                "type": "tool-call",
+                "toolCallId": call_id,
+                "toolName": call.name,
+                "input": arguments,
+            }
             output_chars += len(arguments)
         finish = step.finish_reason or ("tool-calls" if step.tool_calls else "stop")
         # A cheap, deterministic estimate: scripted usage must not cost O(history).

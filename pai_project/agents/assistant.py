@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-from functools import cache
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -35,7 +35,9 @@ logger = logging.getLogger("pai.demo")
 
 
 class CalculatorInput(BaseModel):
-    expression: str = Field(description="An arithmetic expression, e.g. '(2 + 3) * 7'.", max_length=200)
+    expression: str = Field(
+        description="An arithmetic expression, e.g. '(2 + 3) * 7'.", max_length=200
+    )
 
 
 class ClockInput(BaseModel):
@@ -59,32 +61,43 @@ def clock(args: ClockInput) -> dict[str, str]:
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise ToolError(f"Unknown time zone {args.timezone!r}") from exc
     now = datetime.now(UTC).astimezone(zone)
-    return {"timezone": args.timezone, "iso": now.isoformat(timespec="seconds"), "weekday": now.strftime("%A")}
+    return {
+        "timezone": args.timezone,
+        "iso": now.isoformat(timespec="seconds"),
+        "weekday": now.strftime("%A"),
+    }
 
 
-_ARITHMETIC = re.compile(r"[-+(]*\d[\d\s.+\-*/%^×()]*[+\-*/%^×][\d\s.+\-*/%^×()]*\d\)*")
+_OPS = r"+\-*/%^\u00d7"
+_ARITHMETIC = re.compile(rf"[-+(]*\d[\d\s.{_OPS}()]*[{_OPS}][\d\s.{_OPS}()]*\d\)*")
 _TIME = re.compile(r"\b(time|clock|date|day is it|today)\b", re.IGNORECASE)
 
 
 def _last_user_text(request: ModelRequest) -> str:
     for message in reversed(request.messages):
         if message["role"] == "user":
-            return " ".join(p.get("text", "") for p in message["content"] if p.get("type") == "text")
+            return " ".join(
+                p.get("text", "") for p in message["content"] if p.get("type") == "text"
+            )
     return ""
 
 
 def decide(request: ModelRequest) -> ScriptedStep:
     """The offline model's policy: a tiny, deterministic tool-using assistant."""
-    last = request.messages[-1] if request.messages else {"role": "user", "content": []}
+    last: dict[str, Any] = request.messages[-1] if request.messages else {"role": "user"}
     if last["role"] == "tool":
         result = last["content"][-1]
         output = result.get("output", {})
         if output.get("type", "").startswith("error"):
-            return ScriptedStep.reply(f"The {result['toolName']} tool failed: {output.get('value')}")
+            return ScriptedStep.reply(
+                f"The {result['toolName']} tool failed: {output.get('value')}"
+            )
         value = output.get("value", {})
         if result["toolName"] == "calculator":
             return ScriptedStep.reply(f"{value['expression']} = {value['result']}")
-        return ScriptedStep.reply(f"It is {value['weekday']}, {value['iso']} ({value['timezone']}).")
+        return ScriptedStep.reply(
+            f"It is {value['weekday']}, {value['iso']} ({value['timezone']})."
+        )
     text = _last_user_text(request)
     match = _ARITHMETIC.search(text)
     if match:
@@ -115,7 +128,9 @@ def choose_model(behavior: AgentBehaviorInput) -> LanguageModel:
     """A real model when the environment configures one, else the offline model."""
     env = os.environ
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
-        return _online_model(env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"), env.get("PAI_MODEL"))
+        return _online_model(
+            env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"), env.get("PAI_MODEL")
+        )
     return _OFFLINE
 
 

@@ -17,7 +17,10 @@ _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+}
 
 
 def evaluate(expression: str) -> float | int:
@@ -25,14 +28,18 @@ def evaluate(expression: str) -> float | int:
     if len(expression) > 200:
         raise ValueError("expression too long")
     try:
-        tree = ast.parse(expression.replace("^", "**").replace("×", "*"), mode="eval")
+        tree = ast.parse(expression.replace("^", "**").replace("\u00d7", "*"), mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"not an arithmetic expression: {expression!r}") from exc
     return _eval(tree.body)
 
 
 def _eval(node: ast.AST) -> float | int:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, bool)
+    ):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)

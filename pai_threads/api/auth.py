@@ -28,9 +28,8 @@ class IdentityAuth(AuthBase):
         super().__init__()
 
     def __call__(self, request: HttpRequest) -> Identity | None:
-        if settings.SESSION_COOKIE_NAME in request.COOKIES and not getattr(
-            request, "_ninja_csrf_exempt", False
-        ):
-            if check_csrf(request):
-                raise HttpError(403, "CSRF check failed")
+        has_session_cookie = settings.SESSION_COOKIE_NAME in request.COOKIES
+        exempt = getattr(request, "_ninja_csrf_exempt", False)
+        if has_session_cookie and not exempt and check_csrf(request):
+            raise HttpError(403, "CSRF check failed")
         return resolve_identity(request)

@@ -39,11 +39,19 @@ api = NinjaAPI(
 )
 
 ERRORS: dict[int, type[Schema]] = {
-    400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut,
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    422: ErrorOut,
 }
 
 
-def _error(request: HttpRequest, status: int, code: str, message: str, details: Any = None) -> HttpResponse:
+def _error(
+    request: HttpRequest, status: int, code: str, message: str, details: Any = None
+) -> HttpResponse:
     body: dict[str, Any] = {"code": code, "message": message}
     if details is not None:
         body["details"] = details
@@ -58,7 +66,11 @@ def _pai_error(request: HttpRequest, exc: PaiError) -> HttpResponse:
 @api.exception_handler(NinjaValidationError)
 def _validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
     details = [
-        {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+        {
+            "loc": [str(p) for p in e.get("loc", ())],
+            "msg": e.get("msg", ""),
+            "type": e.get("type", ""),
+        }
         for e in exc.errors
     ]
     return _error(request, 422, "invalid_input", "The request does not match the schema.", details)
@@ -71,7 +83,9 @@ def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResp
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    code = {400: "bad_request", 403: "forbidden", 413: "payload_too_large"}.get(exc.status_code, "error")
+    code = {400: "bad_request", 403: "forbidden", 413: "payload_too_large"}.get(
+        exc.status_code, "error"
+    )
     return _error(request, exc.status_code, code, str(exc))
 
 
@@ -111,15 +125,25 @@ def create_thread(request: HttpRequest, body: CreateThreadIn) -> Status[dict[str
 @api.get("/threads", response={200: ThreadPageOut, **ERRORS}, by_alias=True, tags=["threads"])
 def list_threads(request: HttpRequest, page: Query[PageQuery]) -> dict[str, Any]:
     result = services.list_threads(_identity(request), limit=page.limit, page_token=page.page_token)
-    return {"threads": [thread_out(t) for t in result.items], "next_page_token": result.next_page_token}
+    return {
+        "threads": [thread_out(t) for t in result.items],
+        "next_page_token": result.next_page_token,
+    }
 
 
-@api.get("/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"])
+@api.get(
+    "/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"]
+)
 def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     return thread_out(services.get_thread(_identity(request), thread_id))
 
 
-@api.post("/threads/{thread_id}/messages", response={202: SendOut, 200: SendOut, **ERRORS}, by_alias=True, tags=["threads"])
+@api.post(
+    "/threads/{thread_id}/messages",
+    response={202: SendOut, 200: SendOut, **ERRORS},
+    by_alias=True,
+    tags=["threads"],
+)
 def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[dict[str, Any]]:
     if len(request.body) > pai_settings.MAX_MESSAGE_BYTES:
         raise HttpError(413, f"The message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes.")
@@ -131,18 +155,30 @@ def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[d
         else {"role": "user", "parts": [{"type": "text", "text": body.text}]}
     )
     result = services.send(_identity(request), thread_id, message, client_data=body.client_data)
-    payload = {"message": message_out(result.message), "run": run_out(result.run), "created": result.created}
+    payload = {
+        "message": message_out(result.message),
+        "run": run_out(result.run),
+        "created": result.created,
+    }
     return Status(202 if result.created else 200, payload)
 
 
-@api.get("/threads/{thread_id}/messages", response={200: MessagePageOut, **ERRORS}, by_alias=True, tags=["threads"])
+@api.get(
+    "/threads/{thread_id}/messages",
+    response={200: MessagePageOut, **ERRORS},
+    by_alias=True,
+    tags=["threads"],
+)
 def list_messages(request: HttpRequest, thread_id: str, page: Query[PageQuery]) -> dict[str, Any]:
-    result = services.list_messages(_identity(request), thread_id, limit=page.limit, page_token=page.page_token)
-    return {"messages": [message_out(m) for m in result.items], "next_page_token": result.next_page_token}
+    result = services.list_messages(
+        _identity(request), thread_id, limit=page.limit, page_token=page.page_token
+    )
+    return {
+        "messages": [message_out(m) for m in result.items],
+        "next_page_token": result.next_page_token,
+    }
 
 
 @api.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, by_alias=True, tags=["runs"])
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     return run_out(services.get_run(_identity(request), run_id))
-
-

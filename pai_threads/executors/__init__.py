@@ -25,7 +25,8 @@ _BUILTIN = {
 def get_executor() -> Executor:
     name = pai_settings.EXECUTOR
     executor_class = import_string(_BUILTIN.get(name, name))
-    return executor_class()  # type: ignore[no-any-return]
+    executor: Executor = executor_class()
+    return executor
 
 
 def clear_cache() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
+from typing import Any
 
 from pai_threads.executors.loop import background_loop
 
@@ -23,7 +24,9 @@ class ThreadExecutor:
         future.add_done_callback(lambda f: _report(run_id, f))
 
 
-def _report(run_id: str, future: Future[object]) -> None:
+def _report(run_id: str, future: Future[Any]) -> None:
     exc = future.exception()
     if exc is not None:
-        logger.error("run %s crashed in the thread executor", run_id, exc_info=exc, extra={"run_id": run_id})
+        logger.error(
+            "run %s crashed in the thread executor", run_id, exc_info=exc, extra={"run_id": run_id}
+        )

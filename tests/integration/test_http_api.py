@@ -25,7 +25,9 @@ def _csrf(client: Client) -> dict[str, str]:
 
 
 def _post(client: Client, path: str, body: Any, **extra: Any) -> Any:
-    return client.post(f"{API}{path}", data=json.dumps(body), content_type="application/json", **extra)
+    return client.post(
+        f"{API}{path}", data=json.dumps(body), content_type="application/json", **extra
+    )
 
 
 def test_send_through_the_api_runs_the_agent_on_the_thread_executor(
@@ -37,7 +39,9 @@ def test_send_through_the_api_runs_the_agent_on_the_thread_executor(
     assert thread["agent"] == "assistant" and thread["title"] == "Maths"
     headers = _csrf(api_client)
 
-    sent = _post(api_client, f"/threads/{thread['id']}/messages", {"text": "What is 6*7?"}, **headers)
+    sent = _post(
+        api_client, f"/threads/{thread['id']}/messages", {"text": "What is 6*7?"}, **headers
+    )
     assert sent.status_code == 202, sent.content
     body = sent.json()
     assert body["message"]["role"] == "user"
@@ -57,20 +61,28 @@ def test_send_through_the_api_runs_the_agent_on_the_thread_executor(
 
 def test_list_threads_pages_with_opaque_tokens(api_client: Client) -> None:
     headers = _csrf(api_client)
-    ids = [_post(api_client, "/threads", {"title": f"t{i}"}, **headers).json()["id"] for i in range(5)]
+    ids = [
+        _post(api_client, "/threads", {"title": f"t{i}"}, **headers).json()["id"] for i in range(5)
+    ]
     seen: list[str] = []
     url = f"{API}/threads?limit=2"
     while url:
         page = api_client.get(url).json()
         seen += [t["id"] for t in page["threads"]]
-        url = f"{API}/threads?limit=2&page_token={page['nextPageToken']}" if page["nextPageToken"] else ""
+        url = (
+            f"{API}/threads?limit=2&page_token={page['nextPageToken']}"
+            if page["nextPageToken"]
+            else ""
+        )
     assert sorted(seen) == sorted(ids) and len(seen) == 5
 
 
 def test_another_identity_gets_404_for_the_thread_and_its_run(api_client: Client) -> None:
     headers = _csrf(api_client)
     thread = _post(api_client, "/threads", {}, **headers).json()
-    sent = _post(api_client, f"/threads/{thread['id']}/messages", {"text": "hello"}, **headers).json()
+    sent = _post(
+        api_client, f"/threads/{thread['id']}/messages", {"text": "hello"}, **headers
+    ).json()
 
     stranger = Client(enforce_csrf_checks=True)
     stranger_headers = _csrf(stranger)
@@ -83,7 +95,10 @@ def test_another_identity_gets_404_for_the_thread_and_its_run(api_client: Client
         assert response.status_code == 404
         assert response.json()["error"]["code"] == "not_found"
     missing = stranger.get(f"{API}/threads/thr_doesnotexist")
-    assert missing.status_code == 404 and missing.json() == stranger.get(f"{API}/threads/{thread['id']}").json()
+    assert (
+        missing.status_code == 404
+        and missing.json() == stranger.get(f"{API}/threads/{thread['id']}").json()
+    )
     assert stranger.get(f"{API}/threads").json()["threads"] == []
 
 
@@ -99,18 +114,31 @@ def test_cookie_requests_without_csrf_token_are_refused(api_client: Client) -> N
     [
         ("{not json", 400, "bad_request"),
         (json.dumps({"text": ""}), 422, "invalid_input"),
-        (json.dumps({"text": "a", "message": {"parts": [{"type": "text", "text": "b"}]}}), 422, "invalid_input"),
+        (
+            json.dumps({"text": "a", "message": {"parts": [{"type": "text", "text": "b"}]}}),
+            422,
+            "invalid_input",
+        ),
         (json.dumps({"message": {"parts": [{"type": "tool-x"}]}}), 422, "invalid_input"),
-        (json.dumps({"message": {"parts": [{"type": "text", "text": "x"}], "unexpected": 1}}), 422, "invalid_input"),
+        (
+            json.dumps({"message": {"parts": [{"type": "text", "text": "x"}], "unexpected": 1}}),
+            422,
+            "invalid_input",
+        ),
         (json.dumps({"text": "x" * 300_000}), 413, "payload_too_large"),
     ],
     ids=["malformed-json", "empty-text", "both-forms", "tool-part", "unknown-field", "oversized"],
 )
-def test_bad_input_gets_a_typed_error_and_stores_nothing(api_client: Client, raw: str, status: int, code: str) -> None:
+def test_bad_input_gets_a_typed_error_and_stores_nothing(
+    api_client: Client, raw: str, status: int, code: str
+) -> None:
     headers = _csrf(api_client)
     thread = _post(api_client, "/threads", {}, **headers).json()
     response = api_client.post(
-        f"{API}/threads/{thread['id']}/messages", data=raw, content_type="application/json", **headers
+        f"{API}/threads/{thread['id']}/messages",
+        data=raw,
+        content_type="application/json",
+        **headers,
     )
     assert response.status_code == status, response.content
     assert response.json()["error"]["code"] == code

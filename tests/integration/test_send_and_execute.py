@@ -21,7 +21,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _ask(identity: Identity, text: str) -> services.SendResult:
     thread = services.create_thread(identity)
-    return services.send(identity, thread.id, {"role": "user", "parts": [{"type": "text", "text": text}]}, dispatch=False)
+    return services.send(
+        identity,
+        thread.id,
+        {"role": "user", "parts": [{"type": "text", "text": text}]},
+        dispatch=False,
+    )
 
 
 def assert_calculator_transcript(run: Run, expression_result: str) -> None:
@@ -83,7 +88,9 @@ def test_a_second_send_during_an_active_run_is_rejected_and_stores_nothing(alice
     thread = services.create_thread(alice)
     services.send(alice, thread.id, {"parts": [{"type": "text", "text": "one"}]}, dispatch=False)
     with pytest.raises(ThreadBusy):
-        services.send(alice, thread.id, {"parts": [{"type": "text", "text": "two"}]}, dispatch=False)
+        services.send(
+            alice, thread.id, {"parts": [{"type": "text", "text": "two"}]}, dispatch=False
+        )
     assert Message.objects.filter(thread=thread).count() == 1
 
 
@@ -110,7 +117,14 @@ def test_another_identity_cannot_see_or_send_to_the_thread(alice: Identity, bob:
         {"parts": [{"type": "text", "text": "x"}], "metadata": {"pai": {"status": "committed"}}},
         {"parts": [{"type": "text", "text": "x", "extra": float("nan")}]},
     ],
-    ids=["assistant-role", "no-parts", "tool-part", "text-without-text", "reserved-metadata", "nan"],
+    ids=[
+        "assistant-role",
+        "no-parts",
+        "tool-part",
+        "text-without-text",
+        "reserved-metadata",
+        "nan",
+    ],
 )
 def test_malformed_messages_are_rejected_with_a_typed_error(alice: Identity, message: dict) -> None:
     thread = services.create_thread(alice)
@@ -132,7 +146,9 @@ def test_orm_store_fences_writes_of_a_lost_lease(alice: Identity) -> None:
     engine = RunEngine(agent=get_agent("assistant"), store=store)
     with pytest.raises(LeaseLost):
         asyncio.run(engine.run_episode(stale))
-    assert list(Message.objects.filter(run_id=result.run.id).values_list("role", flat=True)) == ["user"]
+    assert list(Message.objects.filter(run_id=result.run.id).values_list("role", flat=True)) == [
+        "user"
+    ]
     run = Run.objects.get(id=result.run.id)
     assert run.lease_owner == "w2" and run.lease_token == fresh.lease.token
 
@@ -140,7 +156,9 @@ def test_orm_store_fences_writes_of_a_lost_lease(alice: Identity) -> None:
 def test_message_pages_walk_back_through_the_transcript(alice: Identity) -> None:
     thread = services.create_thread(alice)
     for index in range(7):
-        row = services.send(alice, thread.id, {"parts": [{"type": "text", "text": f"m{index}"}]}, dispatch=False)
+        row = services.send(
+            alice, thread.id, {"parts": [{"type": "text", "text": f"m{index}"}]}, dispatch=False
+        )
         Run.objects.filter(id=row.run.id).update(status="completed")
 
     seen: list[str] = []

@@ -41,20 +41,30 @@ async def failing(args: LookupInput) -> None:
 
 
 def _setup(model: ScriptedModel, **agent_options: Any) -> tuple[InMemoryThreadStore, str, Any]:
-    agent = define_agent("t", instructions="Be brief.", model=model, tools=[lookup, failing], **agent_options)
+    agent = define_agent(
+        "t", instructions="Be brief.", model=model, tools=[lookup, failing], **agent_options
+    )
     store = InMemoryThreadStore()
     thread_id = store.create_thread(scope_key="s1", agent_name="t")
-    run_id = store.send(thread_id, {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
+    run_id = store.send(
+        thread_id, {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    )
     return store, run_id, agent
 
 
-async def _run(store: InMemoryThreadStore, run_id: str, agent: Any, sink: RecordingSink | None = None):
+async def _run(
+    store: InMemoryThreadStore, run_id: str, agent: Any, sink: RecordingSink | None = None
+):
     claim = await store.claim_run(run_id, owner="w1", lease_seconds=30)
-    return await RunEngine(agent=agent, store=store, sink=sink or RecordingSink()).run_episode(claim)
+    return await RunEngine(agent=agent, store=store, sink=sink or RecordingSink()).run_episode(
+        claim
+    )
 
 
 async def test_tool_round_trip_stores_one_assistant_message_per_step() -> None:
-    model = ScriptedModel(steps=[ScriptedStep.call("lookup", {"q": "x"}), ScriptedStep.reply("The answer is 42.")])
+    model = ScriptedModel(
+        steps=[ScriptedStep.call("lookup", {"q": "x"}), ScriptedStep.reply("The answer is 42.")]
+    )
     store, run_id, agent = _setup(model)
     outcome = await _run(store, run_id, agent)
 
@@ -73,7 +83,9 @@ async def test_tool_round_trip_stores_one_assistant_message_per_step() -> None:
 
 
 async def test_tool_result_is_fed_back_to_the_model() -> None:
-    model = ScriptedModel(steps=[ScriptedStep.call("lookup", {"q": "x"}, id="c1"), ScriptedStep.reply("ok")])
+    model = ScriptedModel(
+        steps=[ScriptedStep.call("lookup", {"q": "x"}, id="c1"), ScriptedStep.reply("ok")]
+    )
     store, run_id, agent = _setup(model)
     await _run(store, run_id, agent)
 
@@ -81,7 +93,10 @@ async def test_tool_result_is_fed_back_to_the_model() -> None:
     assert second.system == "Be brief."
     assert [m["role"] for m in second.messages] == ["user", "assistant", "tool"]
     assert second.messages[1]["content"][0] == {
-        "type": "tool-call", "toolCallId": "c1", "toolName": "lookup", "input": {"q": "x"}
+        "type": "tool-call",
+        "toolCallId": "c1",
+        "toolName": "lookup",
+        "input": {"q": "x"},
     }
     result = second.messages[2]["content"][0]
     assert result["toolCallId"] == "c1"
@@ -91,7 +106,9 @@ async def test_tool_result_is_fed_back_to_the_model() -> None:
 
 
 async def test_invalid_tool_input_becomes_a_model_visible_error_not_a_crash() -> None:
-    model = ScriptedModel(steps=[ScriptedStep.call("lookup", {"q": 5}, id="c1"), ScriptedStep.reply("sorry")])
+    model = ScriptedModel(
+        steps=[ScriptedStep.call("lookup", {"q": 5}, id="c1"), ScriptedStep.reply("sorry")]
+    )
     store, run_id, agent = _setup(model)
     outcome = await _run(store, run_id, agent)
 
@@ -107,10 +124,12 @@ async def test_invalid_tool_input_becomes_a_model_visible_error_not_a_crash() ->
 async def test_unknown_tool_and_raising_tool_are_errors_the_model_sees() -> None:
     model = ScriptedModel(
         steps=[
-            ScriptedStep(tool_calls=[
-                ScriptedToolCall(name="nope", input={}, id="a"),
-                ScriptedToolCall(name="failing", input={"q": "z"}, id="b"),
-            ]),
+            ScriptedStep(
+                tool_calls=[
+                    ScriptedToolCall(name="nope", input={}, id="a"),
+                    ScriptedToolCall(name="failing", input={"q": "z"}, id="b"),
+                ]
+            ),
             ScriptedStep.reply("done"),
         ]
     )
@@ -138,7 +157,9 @@ async def test_max_steps_ends_the_run_after_the_last_step() -> None:
 async def test_emitted_chunks_rebuild_exactly_the_stored_messages() -> None:
     model = ScriptedModel(
         steps=[
-            ScriptedStep(reasoning="thinking", tool_calls=[ScriptedToolCall(name="lookup", input={"q": "x"})]),
+            ScriptedStep(
+                reasoning="thinking", tool_calls=[ScriptedToolCall(name="lookup", input={"q": "x"})]
+            ),
             ScriptedStep.reply("The answer is 42."),
         ]
     )
@@ -151,12 +172,18 @@ async def test_emitted_chunks_rebuild_exactly_the_stored_messages() -> None:
         chunks = sink.chunks(message["id"])
         assert chunks[0] == {"type": "start", "messageId": message["id"]}
         assert reduce_chunks(chunks) == {**message, "id": message["id"]}
-    indexes = [e["index"] for e in sink.events if e["type"] == "generation.message.chunk" and e["messageId"] == stored[0]["id"]]
+    indexes = [
+        e["index"]
+        for e in sink.events
+        if e["type"] == "generation.message.chunk" and e["messageId"] == stored[0]["id"]
+    ]
     assert indexes == list(range(len(indexes)))
 
 
 async def test_model_failure_fails_the_run_with_a_private_error() -> None:
-    model = ScriptedModel(steps=[ScriptedStep(text="partial", fail_with=RuntimeError("provider exploded"))])
+    model = ScriptedModel(
+        steps=[ScriptedStep(text="partial", fail_with=RuntimeError("provider exploded"))]
+    )
     store, run_id, agent = _setup(model)
     outcome = await _run(store, run_id, agent)
 
@@ -194,14 +221,23 @@ async def test_sync_and_async_builders_and_runtime_context_reach_tools() -> None
     async def instructions(behavior: Any) -> str:
         return f"Workspace {behavior.runtime_context['workspace']}"
 
-    model = ScriptedModel(steps=[ScriptedStep.call("ctx_tool", {"q": "x"}), ScriptedStep.reply("ok")])
+    model = ScriptedModel(
+        steps=[ScriptedStep.call("ctx_tool", {"q": "x"}), ScriptedStep.reply("ok")]
+    )
     agent = define_agent(
-        "ctx", instructions=instructions, model=lambda behavior: model, tools=[ctx_tool],
+        "ctx",
+        instructions=instructions,
+        model=lambda behavior: model,
+        tools=[ctx_tool],
         runtime_context=lambda behavior: {"workspace": behavior.identity["ws"]},
     )
     store = InMemoryThreadStore()
     thread_id = store.create_thread(scope_key="s", agent_name="ctx")
-    run_id = store.send(thread_id, {"id": "u", "role": "user", "parts": [{"type": "text", "text": "go"}]}, identity={"ws": "acme"})
+    run_id = store.send(
+        thread_id,
+        {"id": "u", "role": "user", "parts": [{"type": "text", "text": "go"}]},
+        identity={"ws": "acme"},
+    )
     outcome = await _run(store, run_id, agent)
 
     assert outcome.status == "completed"
