@@ -12,6 +12,8 @@ from pai_agents.models.base import (
     Usage,
     add_usage,
 )
+from pai_agents.models.openai_chat import OpenAIChatModel
+from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
 
 __all__ = [
     "LanguageModel",
@@ -20,6 +22,10 @@ __all__ = [
     "ModelRequest",
     "ModelSelection",
     "ModelSettings",
+    "OpenAIChatModel",
+    "ScriptedModel",
+    "ScriptedStep",
+    "ScriptedToolCall",
     "StepStreamPart",
     "ToolSpec",
     "Usage",

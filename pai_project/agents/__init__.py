@@ -1,5 +1,5 @@
 """The demo agents."""
 
-from pai_project.agents.assistant import assistant
+from pai_project.agents.demo import assistant
 
 __all__ = ["assistant"]
