@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from django.conf import settings
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_project.settings")
@@ -12,4 +14,7 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (after Django setup)
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+# The demo serves its own static files in DEBUG; production puts them behind the web server.
+http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.DEBUG else django_asgi_app
+
+application = ProtocolTypeRouter({"http": http_app})
