@@ -8,6 +8,7 @@ environment: DATABASE_URL, REDIS_URL, PAI_EXECUTOR, OPENAI_API_KEY / OPENAI_BASE
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -62,17 +63,35 @@ WSGI_APPLICATION = "pai_project.wsgi.application"
 ASGI_APPLICATION = "pai_project.asgi.application"
 
 DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and os.environ.get("DATABASE_POOL", "1") == "1"
+):
+    # Runs touch the database from many worker threads, each operation ending like a request
+    # (close_old_connections); the pool makes that close a cheap return instead of a reconnect.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": int(os.environ.get("DATABASE_POOL_MAX_SIZE", "40")),
+        "timeout": 30,
+    }
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the in-process executor write while requests read; the timeout rides out
     # the short write transactions of concurrent runs instead of failing with "locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
+    # Tests use a file, not Django's shared-cache in-memory database: runs write from other
+    # threads, and shared-cache mode fails with "table is locked" instead of waiting.
+    # One file per test process, so concurrent test runs never share (or delete) it.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(tempfile.gettempdir(), f"pai-test-{os.getpid()}.sqlite3")
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -105,7 +124,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 PAI = {
-    "AGENTS": ["pai_project.agents.assistant"],
+    "AGENTS": ["pai_project.agents.demo.assistant"],
     "EXECUTOR": os.environ.get("PAI_EXECUTOR", "celery" if REDIS_URL else "thread"),
     "IDENTITY_RESOLVER": "pai_threads.identity.session_identity",
 }

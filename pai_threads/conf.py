@@ -29,8 +29,6 @@ DEFAULTS: dict[str, Any] = {
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,
-    # Runs the in-process executor holds at once.
-    "THREAD_EXECUTOR_MAX_RUNS": 256,
 }
 
 

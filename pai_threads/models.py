@@ -8,6 +8,7 @@ Message rows are a thin envelope around a complete AI SDK UIMessage (``parts`` +
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -16,6 +17,11 @@ from django.db.models import Q
 from pai_agents.ids import new_id
 
 __all__ = ["Message", "Run", "Step", "Thread"]
+
+
+def _iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with a Z, as the API's pydantic schemas write datetimes."""
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def _thread_id() -> str:
@@ -203,8 +209,8 @@ class Message(models.Model):
         pai: dict[str, Any] = {
             "producer": self.producer,
             "status": self.status,
-            "createdAt": self.created_at.isoformat(),
-            "updatedAt": self.updated_at.isoformat(),
+            "createdAt": _iso(self.created_at),
+            "updatedAt": _iso(self.updated_at),
         }
         if self.run_id:
             pai["runId"] = self.run_id

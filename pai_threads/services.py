@@ -173,7 +173,10 @@ def send(
     """
     thread = get_thread(identity, thread_id)
     message_id, parts, metadata = _validate_user_message(message)
-    agent = registry.get_agent(thread.agent_name)
+    try:
+        agent = registry.get_agent(thread.agent_name)
+    except registry.AgentNotFound:
+        raise InvalidInput(f"the thread's agent {thread.agent_name!r} is not available") from None
     try:
         trusted_identity = agent.validate_identity(identity.data)
         data = agent.validate_client_data(client_data)

@@ -9,12 +9,14 @@ the run row until commit, so a concurrent claim (which bumps the token) waits fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from pai_agents.engine.store import (
@@ -31,6 +33,27 @@ from pai_agents.messages.types import MessageRole, UIMessage
 from pai_threads.models import Message, Run, Step
 
 __all__ = ["ORMThreadStore"]
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _close_after(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        close_old_connections()
+
+
+async def _db(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run a sync store operation in a worker thread, with Django's connection lifecycle.
+
+    Worker threads are not requests, so nothing else would close their connections; each
+    operation ends like a request does (``close_old_connections``), which honours
+    CONN_MAX_AGE and connection pooling instead of leaking one connection per thread.
+    """
+    return await sync_to_async(_close_after, thread_sensitive=False)(fn, *args, **kwargs)
 
 
 def _fence(lease: Lease, **changes: Any) -> None:
@@ -70,7 +93,7 @@ class ORMThreadStore:
                 lease_expires_at=now + timedelta(seconds=lease_seconds),
                 lease_token=F("lease_token") + 1,
                 attempt=F("attempt") + 1,
-                started_at=now,
+                started_at=Coalesce(F("started_at"), now),
             )
             if updated != 1:
                 raise RunNotFound(run_id)
@@ -172,17 +195,13 @@ class ORMThreadStore:
     # -- the async protocol --
 
     async def claim_run(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
-        return await sync_to_async(self.claim_run_sync, thread_sensitive=False)(
-            run_id, owner=owner, lease_seconds=lease_seconds
-        )
+        return await _db(self.claim_run_sync, run_id, owner=owner, lease_seconds=lease_seconds)
 
     async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> None:
-        await sync_to_async(self.heartbeat_sync, thread_sensitive=False)(
-            lease, lease_seconds=lease_seconds
-        )
+        await _db(self.heartbeat_sync, lease, lease_seconds=lease_seconds)
 
     async def load_context(self, lease: Lease) -> list[UIMessage]:
-        return await sync_to_async(self.load_context_sync, thread_sensitive=False)(lease)
+        return await _db(self.load_context_sync, lease)
 
     async def commit_step(
         self,
@@ -192,16 +211,12 @@ class ORMThreadStore:
         step: StepRecord,
         outcome: RunOutcome | None = None,
     ) -> None:
-        await sync_to_async(self.commit_step_sync, thread_sensitive=False)(
-            lease, message=message, step=step, outcome=outcome
-        )
+        await _db(self.commit_step_sync, lease, message=message, step=step, outcome=outcome)
 
     async def update_message(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None
     ) -> None:
-        await sync_to_async(self.update_message_sync, thread_sensitive=False)(
-            lease, message=message, outcome=outcome
-        )
+        await _db(self.update_message_sync, lease, message=message, outcome=outcome)
 
     async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
-        await sync_to_async(self.finish_run_sync, thread_sensitive=False)(lease, outcome)
+        await _db(self.finish_run_sync, lease, outcome)

@@ -254,10 +254,11 @@ class RunEngine:
                 extra={"run_id": claim.lease.run_id},
                 exc_info=True,
             )
+            # Unexpected exceptions may carry internals; only ToolError text is shown verbatim.
             return {
                 "type": "tool-output-error",
                 "toolCallId": call.tool_call_id,
-                "errorText": f"{type(exc).__name__}: {exc}",
+                "errorText": f"Tool {call.tool.name} failed ({type(exc).__name__}).",
             }
         return {"type": "tool-output-available", "toolCallId": call.tool_call_id, "output": output}
 

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -94,14 +95,23 @@ class OpenAIChatModel:
                         "or pass base_url=... for a local server that needs none."
                     )
                 key = _LOCAL_PLACEHOLDER_KEY
-            client = openai.AsyncOpenAI(
-                api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout
-            )
+            self._client_options: dict[str, Any] = {
+                "api_key": key,
+                "base_url": base_url,
+                "max_retries": max_retries,
+                "timeout": timeout,
+            }
             self._api_key: str | None = key
         else:
             key_attr = getattr(client, "api_key", None)
             self._api_key = key_attr if isinstance(key_attr, str) else None
-        self._client = client
+        self._given_client = client
+        # An httpx connection pool belongs to the event loop that opened it, so an owned client
+        # is made per loop: a model shared by several loops (asyncio.run per turn, one loop per
+        # worker thread) never reuses a pool from a closed loop.
+        self._loop_clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, openai.AsyncOpenAI
+        ] = weakref.WeakKeyDictionary()
 
     @classmethod
     def from_env(cls, model: str | None = None) -> OpenAIChatModel:
@@ -122,12 +132,24 @@ class OpenAIChatModel:
 
     @property
     def client(self) -> openai.AsyncOpenAI:
-        return self._client
+        """The client for the running event loop (the given one, or one made for this loop)."""
+        if self._given_client is not None:
+            return self._given_client
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return openai.AsyncOpenAI(**self._client_options)
+        client = self._loop_clients.get(loop)
+        if client is None:
+            client = self._loop_clients[loop] = openai.AsyncOpenAI(**self._client_options)
+        return client
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this model created it (a passed-in client is the caller's)."""
+        """Close this loop's HTTP client if this model created it (a given one is the caller's)."""
         if self._owns_client:
-            await self._client.close()
+            client = self._loop_clients.pop(asyncio.get_running_loop(), None)
+            if client is not None:
+                await client.close()
 
     async def __aenter__(self) -> OpenAIChatModel:
         return self
@@ -181,7 +203,7 @@ class OpenAIChatModel:
         state = _StreamState()
         try:
             try:
-                opened = await watch.wait(self._client.chat.completions.create(**params))
+                opened = await watch.wait(self.client.chat.completions.create(**params))
                 sdk_stream = opened
                 while True:
                     watch.check()

@@ -10,6 +10,7 @@ from django.middleware.csrf import get_token
 from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from pydantic import ConfigDict, Field
 
 from pai_threads import registry, services
 from pai_threads.api.auth import IdentityAuth
@@ -101,8 +102,10 @@ def _identity(request: HttpRequest) -> Identity:
 
 
 class PageQuery(Schema):
-    limit: int | None = None
-    page_token: str | None = None
+    model_config = ConfigDict(populate_by_name=True)
+
+    limit: int | None = Field(default=None, ge=1)
+    page_token: str | None = Field(default=None, alias="pageToken", max_length=500)
 
 
 @api.get("/session", auth=None, response=dict[str, str], by_alias=True, tags=["session"])

@@ -14,8 +14,8 @@ logger = logging.getLogger("pai.executors")
 
 
 class ThreadExecutor:
-    """Fine for development and single-process sites: a crash loses in-flight runs until
-    ``pai_recover`` (or a restart) re-dispatches them."""
+    """Fine for development and single-process sites: runs live in the server process, so
+    a crash leaves them to lease-expiry recovery."""
 
     def dispatch(self, run_id: str) -> None:
         from pai_threads.execute import aexecute_run

@@ -70,7 +70,7 @@ def test_list_threads_pages_with_opaque_tokens(api_client: Client) -> None:
         page = api_client.get(url).json()
         seen += [t["id"] for t in page["threads"]]
         url = (
-            f"{API}/threads?limit=2&page_token={page['nextPageToken']}"
+            f"{API}/threads?limit=2&pageToken={page['nextPageToken']}"
             if page["nextPageToken"]
             else ""
         )
