@@ -1,0 +1,120 @@
+"""``python -m benchmarks``: start what is needed, run one driver per database, write the doc.
+
+Each database runs in its own driver process (:mod:`benchmarks.driver`) with a fresh
+benchmark database. PostgreSQL and Redis come from ``PAI_TEST_POSTGRES_URL`` /
+``PAI_TEST_REDIS_URL`` when set; otherwise throwaway servers are started with
+scripts/services.sh (PostgreSQL requested, or W3's Celery half needing Redis) and stopped
+at the end, even on failure or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.machine import describe
+from benchmarks.report import render, splice
+from benchmarks.services import Services
+from benchmarks.workloads import WORKLOADS
+
+__all__ = ["main"]
+
+ROOT = Path(__file__).resolve().parent.parent
+VENDOR_NAMES = {
+    "sqlite": ("sqlite",),
+    "postgres": ("postgresql",),
+    "both": ("sqlite", "postgresql"),
+}
+# The developer's service choices must not leak into the drivers (they set their own).
+SCRUBBED_ENV = ("DATABASE_URL", "REDIS_URL", "PAI_EXECUTOR", "DJANGO_SETTINGS_MODULE")
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Measure the runtime's own cost and write docs/benchmarks.md (issue 6).",
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke mode: a few runs each")
+    parser.add_argument("--db", choices=tuple(VENDOR_NAMES), default="both")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="e.g. W1,W2")
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument("--json", type=Path, help="also write the raw results here")
+    args = parser.parse_args(argv)
+    args.only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
+    unknown = sorted(set(args.only) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; choose from {', '.join(WORKLOADS)}")
+    return args
+
+
+def _run_driver(
+    vendor: str, args: argparse.Namespace, workdir: Path, pg_url: str, redis_url: str
+) -> dict[str, Any]:
+    out = workdir / f"{vendor}.json"
+    argv = [
+        sys.executable,
+        "-m",
+        "benchmarks.driver",
+        "--vendor",
+        vendor,
+        "--workdir",
+        str(workdir / vendor),
+        "--only",
+        ",".join(args.only),
+        "--json",
+        str(out),
+    ]
+    if vendor == "postgresql":
+        argv += ["--server-url", pg_url]
+    if redis_url:
+        argv += ["--redis-url", redis_url]
+    if args.quick:
+        argv.append("--quick")
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+    subprocess.run(argv, cwd=ROOT, env=env, check=True)
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    vendors = VENDOR_NAMES[args.db]
+    pg_url = os.environ.get("PAI_TEST_POSTGRES_URL", "")
+    redis_url = os.environ.get("PAI_TEST_REDIS_URL", "")
+    need_pg = "postgresql" in vendors and not pg_url
+    need_redis = "W3" in args.only and not redis_url
+    services: Services | None = None
+    started = time.perf_counter()
+    try:
+        if need_pg or need_redis:
+            services = Services(ROOT).start()
+            pg_url = pg_url or services.postgres_url
+            redis_url = redis_url or services.redis_url
+        results: dict[str, Any] = {}
+        with tempfile.TemporaryDirectory(prefix="pai-bench-") as tmp:
+            for vendor in vendors:
+                results[vendor] = _run_driver(vendor, args, Path(tmp), pg_url, redis_url)
+    finally:
+        if services is not None:
+            services.stop()
+    command = "python -m benchmarks" + ("" if argv is None and len(sys.argv) <= 1 else " ")
+    command += " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    meta = {"machine": describe(ROOT), "command": command.strip(), "quick": args.quick}
+    if args.json:
+        args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(splice(args.output, render(results, meta)))
+    print(
+        f"benchmarks: wrote {args.output} in {time.perf_counter() - started:.0f}s",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,118 @@
+"""Issue 6's targets, checked against measured results: met, missed, or not measurable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Verdict", "check"]
+
+MAX_COMMITS = 5
+MAX_STATEMENTS = 18
+MAX_BYTES = 5 * 1024
+MAX_RATIO = 1.2
+FLAT_TOLERANCE = 0.10  # "the same amount" at every size: within 10 % of the smallest
+
+
+@dataclass(frozen=True)
+class Verdict:
+    target: str
+    measured: str
+    status: str  # "met" | "missed" | "not measured"
+
+
+def _w1_totals(w1: dict[str, Any]) -> dict[str, float]:
+    rep = w1["repetitions"][0]
+    accept, execution = rep["accept"], rep["execution"]
+    keys = ("commits", "pg_equivalent_statements", "pg_statements", "pg_client_statements")
+    return {k: accept.get(k, 0) + execution.get(k, 0) for k in keys}
+
+
+def _w1(results: dict[str, Any]) -> list[Verdict]:
+    w1 = results.get("postgresql", {}).get("workloads", {}).get("W1")
+    if w1 is None:
+        return [
+            Verdict(f"W1 <= {MAX_COMMITS} commits per run (PostgreSQL)", "-", "not measured"),
+            Verdict(f"W1 <= {MAX_STATEMENTS} statements per run (PostgreSQL)", "-", "not measured"),
+        ]
+    t = _w1_totals(w1)
+    commits = t["commits"]
+    pgss, client = t["pg_statements"], t["pg_client_statements"]
+    if client > MAX_STATEMENTS:
+        status = "missed"
+    elif pgss > MAX_STATEMENTS:
+        status = "missed (only because of foreign-key trigger queries)"
+    else:
+        status = "met"
+    return [
+        Verdict(
+            f"W1 <= {MAX_COMMITS} commits per run (PostgreSQL)",
+            f"{commits:g} (accept 1 + execution {commits - 1:g})",
+            "met" if commits <= MAX_COMMITS else "missed",
+        ),
+        Verdict(
+            f"W1 <= {MAX_STATEMENTS} SQL statements per run, BEGIN/COMMIT included "
+            "(PostgreSQL, pg_stat_statements)",
+            f"{pgss:g} in pg_stat_statements = {client:g} sent by Django "
+            f"+ {pgss - client:g} foreign-key trigger queries",
+            status,
+        ),
+        Verdict(
+            "W1 time <= 1/2 of LangGraph's (Postgres checkpointer) on the same machine",
+            "LangGraph is not a dependency; no reference run on this machine yet",
+            "not measured",
+        ),
+    ]
+
+
+def _w2(results: dict[str, Any]) -> list[Verdict]:
+    verdicts: list[Verdict] = []
+    pg = results.get("postgresql", {}).get("workloads", {}).get("W2")
+    if pg is None:
+        verdicts.append(Verdict("W2 <= 5 KB written per run (PostgreSQL WAL)", "-", "not measured"))
+    else:
+        sized = [s for s in pg["sizes"] if s["prior_messages"]]
+        worst = max(s["bytes_written"]["median"] for s in sized)
+        lows = min(s["bytes_written"]["median"] for s in sized)
+        measured = ", ".join(
+            f"{s['bytes_written']['median'] / 1024:.1f} KB at {s['prior_messages']:,}"
+            for s in sized
+        )
+        verdicts.append(
+            Verdict(
+                "W2 <= 5 KB written per run (PostgreSQL WAL) at 100, 1,000 and 10,000",
+                measured,
+                "met" if worst <= MAX_BYTES else "missed",
+            )
+        )
+        verdicts.append(
+            Verdict(
+                "W2 writes the same amount at every thread length",
+                f"{lows / 1024:.1f}-{worst / 1024:.1f} KB (medians)",
+                "met" if worst <= lows * (1 + FLAT_TOLERANCE) else "missed",
+            )
+        )
+    for vendor, label in (("postgresql", "PostgreSQL"), ("sqlite", "SQLite")):
+        w2 = results.get(vendor, {}).get("workloads", {}).get("W2")
+        if w2 is None:
+            continue
+        sized = [s for s in w2["sizes"] if s["prior_messages"]]
+        worst = max(s["vs_new_thread"] for s in sized)
+        measured = ", ".join(f"{s['vs_new_thread']:.2f}x at {s['prior_messages']:,}" for s in sized)
+        verdicts.append(
+            Verdict(
+                f"W2 time within {MAX_RATIO}x of a one-step run on a new thread ({label})",
+                measured,
+                "met" if worst <= MAX_RATIO else "missed",
+            )
+        )
+    return verdicts
+
+
+def check(results: dict[str, Any]) -> list[Verdict]:
+    return [
+        *_w1(results),
+        *_w2(results),
+        Verdict("W4 delivery p99 < 50 ms at 100 streams", "needs issue 5", "not measured"),
+        Verdict("W5 N >= 200 concurrent 5 s streams per worker", "needs issue 5", "not measured"),
+    ]

@@ -1,0 +1,69 @@
+"""The benchmarks never rot: their quick mode runs W1 and W2 on SQLite and writes the doc.
+
+It runs ``python -m benchmarks`` in a subprocess (the benchmarks configure Django themselves,
+on a database of their own), so it needs no database fixture and touches no test database.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def test_quick_benchmarks_write_the_w1_and_w2_tables(tmp_path: Path) -> None:
+    output = tmp_path / "benchmarks.md"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "PAI_EXECUTOR", "DJANGO_SETTINGS_MODULE")
+    }
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--quick",
+            "--only",
+            "W1,W2",
+            "--db",
+            "sqlite",
+            "--output",
+            str(output),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    text = output.read_text()
+
+    assert "### W1 tool round trip" in text
+    assert "### W2 long thread" in text
+    # A timing row of W1 with numbers: "| SQLite | 1 | 4.4 | 27.1 / 36.3 | **31.4** / 40.7 | 30 |"
+    assert re.search(
+        r"\| SQLite \| 1 \| [\d.]+ \| [\d.]+ / [\d.]+ \| \*\*[\d.]+\*\* / [\d.]+ \|", text
+    )
+    # The commit budget: the run total row carries statements and commits per run.
+    total = re.search(
+        r"\| SQLite \| \*\*run total \(accept \+ execution\)\*\* "
+        r"\| (\d+) \| (\d+) \| - \| ([\d.]+) \|",
+        text,
+    )
+    assert total, text
+    statements, with_transactions = int(total.group(1)), int(total.group(2))
+    assert float(total.group(3)) >= 1  # commits per run
+    assert with_transactions > statements > 0
+    for size in ("100", "1,000", "10,000"):
+        assert re.search(rf"\| SQLite \| {size} \| 3 \| \*\*[\d.]+\*\*", text), size
+    assert "needs issue 5" in text
