@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 
@@ -47,6 +47,7 @@ class AgentBehaviorInput:
     run_id: str
 
 
+SendPolicy: TypeAlias = Literal["queue", "reject", "interrupt", "steer"]
 Instructions: TypeAlias = "str | Callable[[AgentBehaviorInput], Any]"
 ModelSource: TypeAlias = "LanguageModel | ModelSelection | Callable[[AgentBehaviorInput], Any]"
 RuntimeContextBuilder: TypeAlias = "Callable[[AgentBehaviorInput], Any]"
@@ -66,6 +67,9 @@ class AgentDefinition:
     identity_schema: type[BaseModel] | None = None
     client_data_schema: type[BaseModel] | None = None
     description: str = ""
+    # What a send does while a run is active: queue it (default), reject it (409), interrupt
+    # the active run, or steer it (join its next model step). Overridable per send.
+    send_policy: SendPolicy = "queue"
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
@@ -132,6 +136,7 @@ def define_agent(
     runtime_context: RuntimeContextBuilder | None = None,
     identity: type[BaseModel] | None = None,
     client_data: type[BaseModel] | None = None,
+    send_policy: SendPolicy = "queue",
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -142,6 +147,8 @@ def define_agent(
     """
     if not _NAME.match(name):
         raise AgentDefinitionError(f"agent name {name!r} must match {_NAME.pattern}")
+    if send_policy not in ("queue", "reject", "interrupt", "steer"):
+        raise AgentDefinitionError(f"agent {name!r}: unknown send_policy {send_policy!r}")
     if max_steps < 1:
         raise AgentDefinitionError(f"agent {name!r}: max_steps must be at least 1")
     tool_map: dict[str, Tool] = {}
@@ -171,4 +178,5 @@ def define_agent(
         runtime_context=runtime_context,
         identity_schema=identity,
         client_data_schema=client_data,
+        send_policy=send_policy,
     )

@@ -68,6 +68,11 @@ class Tool:
     input_model: type[BaseModel]
     output_model: type[BaseModel] | None = None
     execute: Execute | None = None
+    # A person must approve each call before it executes (a pending action of kind approval).
+    needs_approval: bool = False
+    # Safe to run again after a crash mid-execution; otherwise an interrupted call becomes a
+    # model-visible error (at-most-once execution).
+    idempotent: bool = False
     _pass_context: bool = False
 
     def __post_init__(self) -> None:
@@ -90,6 +95,8 @@ class Tool:
             "description": self.description,
             "inputSchema": self.input_schema,
             "executes": "server" if self.execute is not None else "client",
+            "needsApproval": self.needs_approval,
+            "idempotent": self.idempotent,
         }
         if self.output_model is not None:
             entry["outputSchema"] = self.output_model.model_json_schema()
@@ -142,6 +149,8 @@ def tool(
     execute: Execute | None = None,
     description: str = "",
     output: type[BaseModel] | None = None,
+    needs_approval: bool = False,
+    idempotent: bool = False,
 ) -> Tool: ...
 
 
@@ -153,6 +162,8 @@ def tool(
     execute: None = None,
     description: str = "",
     output: type[BaseModel] | None = None,
+    needs_approval: bool = False,
+    idempotent: bool = False,
 ) -> Callable[[Execute], Tool]: ...
 
 
@@ -163,6 +174,8 @@ def tool(
     execute: Execute | None = None,
     description: str = "",
     output: type[BaseModel] | None = None,
+    needs_approval: bool = False,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Execute], Tool]:
     """Define a tool.
 
@@ -176,7 +189,8 @@ def tool(
             return args.a + args.b
 
     ``execute`` takes the validated input model and, optionally, a :class:`ToolContext`;
-    it may be ``def`` or ``async def``.
+    it may be ``def`` or ``async def``. ``needs_approval`` turns each call into a pending
+    action a person approves or denies; ``idempotent`` allows re-execution after a crash.
     """
 
     def build(fn: Execute | None, tool_name: str, doc: str) -> Tool:
@@ -186,6 +200,8 @@ def tool(
             input_model=input,
             output_model=output,
             execute=fn,
+            needs_approval=needs_approval,
+            idempotent=idempotent,
             _pass_context=fn is not None and _accepts_context(fn),
         )
 

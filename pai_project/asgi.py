@@ -14,6 +14,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (after Django setup)
 
+from pai_threads.conf import pai_settings  # noqa: E402
+from pai_threads.executors.thread import start_embedded_sweeper  # noqa: E402
+
+if pai_settings.EXECUTOR == "thread":
+    start_embedded_sweeper()
+
 # The demo serves its own static files in DEBUG; production puts them behind the web server.
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.DEBUG else django_asgi_app
 

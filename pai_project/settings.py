@@ -122,6 +122,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The sweeper: re-dispatch runs whose worker died (run `celery -A pai_project beat`).
+CELERY_BEAT_SCHEDULE = {
+    "pai-recover-runs": {"task": "pai_threads.recover_runs", "schedule": 15.0},
+}
 
 PAI = {
     "AGENTS": ["pai_project.agents.demo.assistant"],

@@ -22,8 +22,12 @@ DEFAULTS: dict[str, Any] = {
     "EXECUTOR": "thread",
     # Callable(request) -> pai_threads.identity.Identity | None; None means 401.
     "IDENTITY_RESOLVER": "pai_threads.identity.session_identity",
-    # Seconds a claimed run's lease lasts without a heartbeat.
-    "LEASE_SECONDS": 60,
+    # Seconds a claimed run's lease lasts without a heartbeat (heartbeats every third of it;
+    # a cancel from another process is noticed at the next heartbeat).
+    "LEASE_SECONDS": 30,
+    # Runs still queued this long after creation are re-dispatched by the sweeper (a lost
+    # broker message, an executor that died before claiming).
+    "REDISPATCH_QUEUED_AFTER_SECONDS": 60,
     # Largest accepted JSON body of a send, in bytes.
     "MAX_MESSAGE_BYTES": 256 * 1024,
     # Default and largest page sizes of list endpoints.

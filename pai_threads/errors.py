@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ActionConflict",
     "InvalidInput",
     "NotFound",
     "PaiError",
@@ -37,4 +38,11 @@ class ThreadBusy(PaiError):
     """The thread has an active run and the send policy rejects concurrent input."""
 
     code = "thread_busy"
+    status = 409
+
+
+class ActionConflict(PaiError):
+    """A pending action was already answered (or cancelled): accepted once only."""
+
+    code = "action_conflict"
     status = 409

@@ -15,8 +15,8 @@ import threading
 from pai_agents.abort import AbortSignal
 from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.runner import RunEngine
-from pai_agents.engine.store import RunNotFound, RunOutcome
-from pai_threads import registry
+from pai_agents.engine.store import LeaseLost, RunNotFound, RunOutcome
+from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
 from pai_threads.store import ORMThreadStore
 
@@ -43,7 +43,19 @@ async def aexecute_run(
         logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
         return None
     agent = registry.get_agent(claim.agent_name)
-    engine = RunEngine(agent=agent, store=store, sink=sink or NullSink())
-    outcome = await engine.run_episode(claim, signal=signal)
+    engine = RunEngine(
+        agent=agent,
+        store=store,
+        sink=sink or NullSink(),
+        lease_seconds=pai_settings.LEASE_SECONDS,
+    )
+    signal = signal or AbortSignal()
+    try:
+        with cancellation.registered(run_id, signal):
+            outcome = await engine.run_episode(claim, signal=signal)
+    except LeaseLost:
+        # Another worker owns the run now; this execution wrote nothing after losing it.
+        logger.warning("run %s: lease lost, execution abandoned", run_id, extra={"run_id": run_id})
+        return None
     logger.info("run %s ended %s", run_id, outcome.status, extra={"run_id": run_id})
     return outcome

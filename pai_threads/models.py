@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from pai_agents.ids import new_id
 
-__all__ = ["Message", "Run", "Step", "Thread"]
+__all__ = ["Message", "PendingAction", "QueueItem", "Run", "Step", "Thread"]
 
 
 def _iso(moment: datetime) -> str:
@@ -30,6 +30,14 @@ def _thread_id() -> str:
 
 def _run_id() -> str:
     return new_id("run")
+
+
+def _queue_id() -> str:
+    return new_id("que")
+
+
+def _action_id() -> str:
+    return new_id("act")
 
 
 class Thread(models.Model):
@@ -95,6 +103,10 @@ class Run(models.Model):
     step_count = models.PositiveIntegerField(default=0)
     usage = models.JSONField(default=dict, blank=True)
     error = models.JSONField(null=True, blank=True)
+    # Set by cancel_run while an execution holds the lease; the executor aborts on seeing it.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # The user message a regenerate run answers again (send runs answer their own input).
+    input_message_id = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -245,3 +257,99 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} step {self.index}"
+
+
+class QueueItem(models.Model):
+    """Input that arrived while a run was active: not in the transcript until admitted.
+
+    Admission (when the active run ends) moves the message into the transcript unchanged and
+    starts its run in the same transaction.
+    """
+
+    class Policy(models.TextChoices):
+        QUEUE = "queue"
+        INTERRUPT = "interrupt"
+        STEER = "steer"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        ADMITTED = "admitted"
+        CANCELLED = "cancelled"
+
+    id = models.CharField(primary_key=True, max_length=40, default=_queue_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="queue_items")
+    scope_key = models.CharField(max_length=200)
+    message_id = models.CharField(max_length=100)
+    message = models.JSONField()
+    policy = models.CharField(max_length=16, choices=Policy.choices, default=Policy.QUEUE)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    identity = models.JSONField(default=dict, blank=True)
+    client_data = models.JSONField(default=dict, blank=True)
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    admitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "message_id"], name="pai_queue_message_id_per_thread"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["thread", "created_at"],
+                condition=Q(status="queued"),
+                name="pai_queue_pending",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+
+class PendingAction(models.Model):
+    """A tool call waiting for a person or a client: an approval, or a client tool's result.
+
+    Bound to the exact run, tool call id and input; accepted once only.
+    """
+
+    class Kind(models.TextChoices):
+        APPROVAL = "approval"
+        CLIENT = "client"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SUBMITTED = "submitted"
+        EXECUTING = "executing"
+        CANCELLED = "cancelled"
+
+    id = models.CharField(primary_key=True, max_length=40, default=_action_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="pending_actions")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="pending_actions")
+    scope_key = models.CharField(max_length=200)
+    message_id = models.CharField(max_length=100)
+    tool_call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    input = models.JSONField()
+    request = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    response = models.JSONField(null=True, blank=True)
+    submitted_by = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "tool_call_id"], name="pai_action_per_tool_call"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["scope_key", "status"], name="pai_action_scope_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.tool_name} ({self.status})"

@@ -11,38 +11,52 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from pai_agents.agent import InvalidAgentInput
+from pai_agents.agent import InvalidAgentInput, SendPolicy
+from pai_agents.engine.tool_calls import error_chunk, open_tool_parts, settle_chunk
 from pai_agents.ids import new_id
 from pai_agents.json import NotStrictJson, ensure_strict_json
-from pai_threads import registry
+from pai_agents.messages.reducer import MessageReducer
+from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
-from pai_threads.errors import InvalidInput, NotFound, ThreadBusy
+from pai_threads.errors import ActionConflict, InvalidInput, NotFound, ThreadBusy
 from pai_threads.identity import Identity
-from pai_threads.models import Message, Run, Thread
+from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.pagination import InvalidPageToken, decode_token, encode_token
+from pai_threads.queueing import admit_next, dispatch_after_commit
 
 __all__ = [
     "Page",
     "SendResult",
+    "cancel_run",
     "create_thread",
     "get_run",
     "get_thread",
+    "list_actions",
     "list_messages",
+    "list_queue",
     "list_threads",
+    "regenerate",
     "send",
+    "submit_action",
+    "trigger",
 ]
 
 USER_PART_TYPES = frozenset({"text", "file"})
+SEND_POLICIES = ("queue", "reject", "interrupt", "steer")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SendResult:
-    message: Message
-    run: Run
+    """A started run (``message`` stored), or queued input (``queue_item``) behind ``run``."""
+
+    message: Message | None
+    run: Run | None
     created: bool
+    queue_item: QueueItem | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,12 +178,16 @@ def send(
     message: Mapping[str, Any],
     *,
     client_data: Mapping[str, Any] | None = None,
+    policy: SendPolicy | None = None,
     dispatch: bool = True,
 ) -> SendResult:
     """Store a user message and start a run for it, dispatched after commit.
 
-    Idempotent on the message id: a retry with the same id returns the original message
-    and run instead of storing anything twice.
+    While a run is active the send follows ``policy`` (default: the agent's): ``queue``
+    stores it as a queue item (admitted when the run ends), ``reject`` raises ThreadBusy and
+    stores nothing, ``interrupt`` queues it first in line and cancels the active run,
+    ``steer`` hands it to the active run's next model step. Idempotent on the message id: a
+    retry returns the original message (or queue item) and run, storing nothing twice.
     """
     thread = get_thread(identity, thread_id)
     message_id, parts, metadata = _validate_user_message(message)
@@ -177,17 +195,27 @@ def send(
         agent = registry.get_agent(thread.agent_name)
     except registry.AgentNotFound:
         raise InvalidInput(f"the thread's agent {thread.agent_name!r} is not available") from None
+    if policy is not None and policy not in SEND_POLICIES:
+        raise InvalidInput(f"unknown send policy {policy!r}")
     try:
         trusted_identity = agent.validate_identity(identity.data)
         data = agent.validate_client_data(client_data)
     except InvalidAgentInput as exc:
         raise InvalidInput(str(exc)) from exc
-
-    existing = _existing_send(thread, message_id)
-    if existing is not None:
-        return existing
+    payload = {"id": message_id, "role": "user", "parts": parts, "metadata": metadata}
     try:
         with transaction.atomic():
+            # The row lock serializes sends to one thread: "is a run active?" and "start a
+            # run / queue the input" become one step, so concurrent sends never race.
+            Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").get()
+            existing = _existing_send(thread, message_id)
+            if existing is not None:
+                return existing
+            active = Run.objects.active().filter(thread=thread).only("id", "status").first()
+            if active is not None:
+                return _enqueue(
+                    thread, active, payload, trusted_identity, data, policy or agent.send_policy
+                )
             run = Run.objects.create(
                 thread=thread,
                 scope_key=thread.scope_key,
@@ -208,26 +236,245 @@ def send(
             )
             Thread.objects.filter(pk=thread.pk).update(updated_at=row.created_at)
             if dispatch:
-                transaction.on_commit(lambda: _dispatch(run.id))
+                dispatch_after_commit(run.id)
     except IntegrityError:
-        # Either a concurrent retry stored the same message id, or another run is active.
+        # A concurrent retry stored the same message id first.
         existing = _existing_send(thread, message_id)
         if existing is not None:
             return existing
-        raise ThreadBusy("the thread already has an active run") from None
+        raise
     return SendResult(message=row, run=run, created=True)
+
+
+def _enqueue(
+    thread: Thread,
+    active: Run,
+    payload: dict[str, Any],
+    identity: dict[str, Any],
+    client_data: dict[str, Any],
+    policy: str,
+) -> SendResult:
+    if policy == "reject":
+        raise ThreadBusy("the thread already has an active run")
+    item = QueueItem.objects.create(
+        thread=thread,
+        scope_key=thread.scope_key,
+        message_id=payload["id"],
+        message=payload,
+        policy=policy,
+        identity=identity,
+        client_data=client_data,
+    )
+    if policy == "interrupt":
+        _cancel_locked(active)
+    return SendResult(message=None, run=active, queue_item=item, created=True)
 
 
 def _existing_send(thread: Thread, message_id: str) -> SendResult | None:
     row = Message.objects.select_related("run").filter(thread=thread, message_id=message_id).first()
+    if row is not None:
+        if row.run is None or row.role != "user":
+            raise InvalidInput("message id already used in this thread")
+        return SendResult(message=row, run=row.run, created=False)
+    item = QueueItem.objects.filter(thread=thread, message_id=message_id).first()
+    if item is not None:
+        run = Run.objects.active().filter(thread=thread).first()
+        return SendResult(message=None, run=run, queue_item=item, created=False)
+    return None
+
+
+def cancel_run(identity: Identity, run_id: str) -> Run:
+    """Cancel a run: at once when queued or waiting, through its abort signal when running.
+
+    Cancelling a waiting run cancels its pending actions and settles their tool calls; the
+    thread's next queued input is admitted when the run ends.
+    """
+    with transaction.atomic():
+        try:
+            run = Run.objects.select_for_update().get(id=run_id, scope_key=identity.scope_key)
+        except Run.DoesNotExist:
+            raise NotFound("run not found") from None
+        _cancel_locked(run)
+    run.refresh_from_db()
+    return run
+
+
+def _cancel_locked(run: Run) -> None:
+    now = timezone.now()
+    if run.status == Run.Status.RUNNING:
+        Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=now
+        )
+        transaction.on_commit(lambda: cancellation.abort_local(run.id))
+        return
+    if run.status not in (Run.Status.QUEUED, Run.Status.WAITING):
+        return
+    if run.status == Run.Status.WAITING:
+        PendingAction.objects.filter(run=run, status=PendingAction.Status.PENDING).update(
+            status=PendingAction.Status.CANCELLED, resolved_at=now
+        )
+        _settle_waiting_message(run)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.CANCELLED, finished_at=now, lease_owner="", lease_expires_at=None
+    )
+    admit_next(run.thread_id)
+
+
+def _settle_waiting_message(run: Run) -> None:
+    """A cancelled waiting run leaves no unanswered tool call behind (transcript integrity)."""
+    row = Message.objects.filter(run=run, step_index__isnull=False).order_by("-step_index").first()
     if row is None:
-        return None
-    if row.run is None or row.role != "user":
-        raise InvalidInput("message id already used in this thread")
-    return SendResult(message=row, run=row.run, created=False)
+        return
+    reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
+    for part in list(open_tool_parts(reducer.message)):
+        reducer.apply(settle_chunk(part["toolCallId"], "cancel"))
+    Message.objects.filter(pk=row.pk).update(
+        parts=reducer.message["parts"], updated_at=timezone.now()
+    )
 
 
-def _dispatch(run_id: str) -> None:
-    from pai_threads.executors import get_executor
+def submit_action(
+    identity: Identity, action_id: str, response: Mapping[str, Any], *, dispatch: bool = True
+) -> PendingAction:
+    """Answer a pending action once: approve/deny a call, or give a client tool's result.
 
-    get_executor().dispatch(run_id)
+    The action is bound to its run, tool call and input: the answer applies to exactly that
+    call. When the run has no other pending action it resumes (dispatched after commit).
+    """
+    with transaction.atomic():
+        try:
+            action = PendingAction.objects.select_for_update().get(
+                id=action_id, scope_key=identity.scope_key
+            )
+        except PendingAction.DoesNotExist:
+            raise NotFound("pending action not found") from None
+        if action.status != PendingAction.Status.PENDING:
+            raise ActionConflict("this action was already answered or cancelled")
+        chunk = _answer_chunk(action, response)
+        row = Message.objects.get(run_id=action.run_id, message_id=action.message_id)
+        reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
+        reducer.apply(chunk)
+        Message.objects.filter(pk=row.pk).update(
+            parts=reducer.message["parts"], updated_at=timezone.now()
+        )
+        action.status = PendingAction.Status.SUBMITTED
+        action.response = ensure_strict_json(dict(response), what="response")
+        action.submitted_by = {"scopeKey": identity.scope_key, **dict(identity.data)}
+        action.resolved_at = timezone.now()
+        action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
+        still_pending = PendingAction.objects.filter(
+            run_id=action.run_id, status=PendingAction.Status.PENDING
+        ).exists()
+        if not still_pending:
+            resumed = Run.objects.filter(pk=action.run_id, status=Run.Status.WAITING).update(
+                status=Run.Status.QUEUED
+            )
+            if resumed and dispatch:
+                dispatch_after_commit(action.run_id)
+    return action
+
+
+def _answer_chunk(action: PendingAction, response: Mapping[str, Any]) -> dict[str, Any]:
+    if action.kind == PendingAction.Kind.APPROVAL:
+        approved = response.get("approved")
+        reason = response.get("reason")
+        if not isinstance(approved, bool) or (reason is not None and not isinstance(reason, str)):
+            raise InvalidInput("an approval needs {'approved': true|false, 'reason'?: string}")
+        chunk: dict[str, Any] = {
+            "type": "tool-approval-response",
+            "approvalId": action.request.get("approvalId", action.id),
+            "approved": approved,
+        }
+        if reason:
+            chunk["reason"] = reason[:2000]
+        return chunk
+    if "errorText" in response:
+        if not isinstance(response["errorText"], str):
+            raise InvalidInput("errorText must be a string")
+        return error_chunk(action.tool_call_id, response["errorText"], "client")
+    if "output" not in response:
+        raise InvalidInput("a client tool result needs 'output' (or 'errorText')")
+    try:
+        output = ensure_strict_json(response["output"], what="output")
+    except NotStrictJson as exc:
+        raise InvalidInput(str(exc)) from exc
+    return {"type": "tool-output-available", "toolCallId": action.tool_call_id, "output": output}
+
+
+def list_actions(
+    identity: Identity, *, thread_id: str | None = None, status: str = "pending"
+) -> list[PendingAction]:
+    actions = PendingAction.objects.filter(scope_key=identity.scope_key, status=status)
+    if thread_id is not None:
+        actions = actions.filter(thread_id=get_thread(identity, thread_id).id)
+    return list(actions.order_by("created_at", "id")[: pai_settings.MAX_PAGE_SIZE])
+
+
+def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> Run:
+    """Answer the latest user message again: its previous answer leaves transcript and
+    context (a history rewrite), and a run with initiator ``regenerate`` starts."""
+    thread = get_thread(identity, thread_id)
+    agent = registry.get_agent(thread.agent_name)
+    with transaction.atomic():
+        Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").get()
+        if Run.objects.active().filter(thread=thread).exists():
+            raise ThreadBusy("the thread has an active run")
+        target = (
+            Message.objects.filter(thread=thread, role="user", in_transcript=True)
+            .order_by("-id")
+            .first()
+        )
+        if target is None:
+            raise InvalidInput("there is no user message to regenerate an answer for")
+        removed = Message.objects.filter(thread=thread, id__gt=target.id, in_transcript=True)
+        removed.update(in_transcript=False, in_context=False, updated_at=timezone.now())
+        previous = target.run
+        run = Run.objects.create(
+            thread=thread,
+            scope_key=thread.scope_key,
+            agent_name=thread.agent_name,
+            initiator=Run.Initiator.REGENERATE,
+            input_message_id=target.message_id,
+            identity=agent.validate_identity(identity.data),
+            client_data=previous.client_data if previous else {},
+        )
+        Thread.objects.filter(pk=thread.pk).update(version=F("version") + 1)
+        if dispatch:
+            dispatch_after_commit(run.id)
+    return run
+
+
+def trigger(
+    identity: Identity,
+    thread_id: str,
+    *,
+    client_data: Mapping[str, Any] | None = None,
+    dispatch: bool = True,
+) -> Run:
+    """Start a run from trusted server code, without a user message (e.g. a schedule)."""
+    thread = get_thread(identity, thread_id)
+    agent = registry.get_agent(thread.agent_name)
+    with transaction.atomic():
+        Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").get()
+        if Run.objects.active().filter(thread=thread).exists():
+            raise ThreadBusy("the thread has an active run")
+        run = Run.objects.create(
+            thread=thread,
+            scope_key=thread.scope_key,
+            agent_name=thread.agent_name,
+            initiator=Run.Initiator.TRIGGER,
+            identity=agent.validate_identity(identity.data),
+            client_data=agent.validate_client_data(client_data),
+        )
+        if dispatch:
+            dispatch_after_commit(run.id)
+    return run
+
+
+def list_queue(identity: Identity, thread_id: str) -> list[QueueItem]:
+    thread = get_thread(identity, thread_id)
+    return list(
+        QueueItem.objects.filter(thread=thread, status=QueueItem.Status.QUEUED).order_by(
+            "created_at", "id"
+        )
+    )

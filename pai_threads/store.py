@@ -9,7 +9,7 @@ the run row until commit, so a concurrent claim (which bumps the token) waits fo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -21,16 +21,20 @@ from django.utils import timezone
 
 from pai_agents.engine.store import (
     TERMINAL_STATUSES,
+    ActionRequest,
     ClaimedRun,
     Lease,
     LeaseLost,
     RunNotFound,
     RunOutcome,
+    RunSignals,
     StepRecord,
 )
 from pai_agents.json import ensure_strict_json
 from pai_agents.messages.types import MessageRole, UIMessage
-from pai_threads.models import Message, Run, Step
+from pai_agents.models.base import Usage
+from pai_threads.models import Message, PendingAction, Run, Step
+from pai_threads.queueing import admit_next
 
 __all__ = ["ORMThreadStore"]
 
@@ -61,6 +65,26 @@ def _fence(lease: Lease, **changes: Any) -> None:
     fenced = Run.objects.filter(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
     if fenced.update(**(changes or {"lease_token": F("lease_token")})) != 1:
         raise LeaseLost(lease.run_id)
+
+
+def _output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[str, Any]:
+    return {
+        "message_id": message["id"],
+        "thread_id": lease.thread_id,
+        "scope_key": lease.scope_key,
+        "run_id": lease.run_id,
+        "role": message["role"],
+        "parts": ensure_strict_json(message["parts"], what="message parts"),
+        "producer": Message.Producer.MODEL,
+        "relation": Message.Relation.OUTPUT,
+        "step_index": step_index,
+    }
+
+
+def _after_end(lease: Lease, outcome: RunOutcome) -> None:
+    """Inside the ending transaction: the next queued input starts once the run ends."""
+    if outcome.status in TERMINAL_STATUSES:
+        admit_next(lease.thread_id)
 
 
 def _outcome_changes(outcome: RunOutcome) -> dict[str, Any]:
@@ -108,7 +132,23 @@ class ORMThreadStore:
                 "step_count",
                 "attempt",
                 "lease_token",
+                "usage",
             ).get(id=run_id)
+        last: Message | None = None
+        executing: frozenset[str] = frozenset()
+        if run.step_count or run.attempt > 1:
+            # Resume or recovery: what the previous episode left behind.
+            last = (
+                Message.objects.filter(run_id=run.id, step_index__isnull=False)
+                .only("message_id", "role", "parts", "status")
+                .order_by("-step_index")
+                .first()
+            )
+            executing = frozenset(
+                PendingAction.objects.filter(
+                    run_id=run.id, status=PendingAction.Status.EXECUTING
+                ).values_list("tool_call_id", flat=True)
+            )
         return ClaimedRun(
             lease=Lease(
                 run_id=run.id,
@@ -125,10 +165,33 @@ class ORMThreadStore:
             initiator=run.initiator,
             step_count=run.step_count,
             attempt=run.attempt,
+            usage=run.usage,
+            last_message=(
+                UIMessage(id=last.message_id, role=cast(MessageRole, last.role), parts=last.parts)
+                if last
+                else None
+            ),
+            last_message_open=bool(last and last.status == Message.Status.OPEN),
+            executing_tool_calls=executing,
         )
 
-    def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> None:
+    def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
         _fence(lease, lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
+        cancel = Run.objects.filter(id=lease.run_id).values_list("cancel_requested_at", flat=True)
+        return RunSignals(cancel_requested=cancel.first() is not None)
+
+    def checkpoint_message_sync(self, lease: Lease, *, message: UIMessage, step_index: int) -> None:
+        parts = ensure_strict_json(message["parts"], what="message parts")
+        with transaction.atomic():
+            _fence(lease)
+            updated = Message.objects.filter(
+                run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
+            ).update(parts=parts, updated_at=timezone.now())
+            if not updated:
+                Message.objects.create(
+                    **_output_message(lease, message, step_index),
+                    status=Message.Status.OPEN,
+                )
 
     def load_context_sync(self, lease: Lease) -> list[UIMessage]:
         rows = (
@@ -144,24 +207,32 @@ class ORMThreadStore:
         ]
 
     def commit_step_sync(
-        self, lease: Lease, *, message: UIMessage, step: StepRecord, outcome: RunOutcome | None
+        self,
+        lease: Lease,
+        *,
+        message: UIMessage,
+        step: StepRecord,
+        outcome: RunOutcome | None,
+        replace_open: bool = False,
     ) -> None:
         run_changes: dict[str, Any] = {"step_count": step.index + 1}
         if outcome is not None:
             run_changes.update(_outcome_changes(outcome))
         with transaction.atomic():
             _fence(lease, **run_changes)
-            row = Message.objects.create(
-                message_id=message["id"],
-                thread_id=lease.thread_id,
-                scope_key=lease.scope_key,
-                run_id=lease.run_id,
-                role=message["role"],
-                parts=ensure_strict_json(message["parts"], what="message parts"),
-                producer=Message.Producer.MODEL,
-                relation=Message.Relation.OUTPUT,
-                step_index=step.index,
-            )
+            fields = _output_message(lease, message, step.index)
+            row = None
+            if replace_open:
+                # A checkpoint (or a dead attempt's) open row becomes the committed message.
+                row = Message.objects.filter(
+                    run_id=lease.run_id, step_index=step.index, status=Message.Status.OPEN
+                ).first()
+            if row is not None:
+                row.message_id, row.parts = fields["message_id"], fields["parts"]
+                row.status = Message.Status.COMMITTED
+                row.save(update_fields=["message_id", "parts", "status", "updated_at"])
+            else:
+                row = Message.objects.create(**fields)
             Step.objects.create(
                 run_id=lease.run_id,
                 index=step.index,
@@ -172,6 +243,8 @@ class ORMThreadStore:
                 started_at=step.started_at,
                 finished_at=step.finished_at,
             )
+            if outcome is not None:
+                _after_end(lease, outcome)
 
     def update_message_sync(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None
@@ -187,18 +260,72 @@ class ORMThreadStore:
             )
             if updated != 1:
                 raise LookupError(f"run {lease.run_id} has no message {message['id']}")
+            if outcome is not None:
+                _after_end(lease, outcome)
+
+    def suspend_sync(
+        self,
+        lease: Lease,
+        *,
+        message: UIMessage,
+        actions: Sequence[ActionRequest],
+        usage: Usage,
+    ) -> None:
+        with transaction.atomic():
+            _fence(lease, **_outcome_changes(RunOutcome(status="waiting", usage=usage)))
+            Message.objects.filter(run_id=lease.run_id, message_id=message["id"]).update(
+                parts=ensure_strict_json(message["parts"], what="message parts"),
+                updated_at=timezone.now(),
+            )
+            PendingAction.objects.bulk_create(
+                PendingAction(
+                    thread_id=lease.thread_id,
+                    run_id=lease.run_id,
+                    scope_key=lease.scope_key,
+                    message_id=message["id"],
+                    tool_call_id=action.tool_call_id,
+                    tool_name=action.tool_name,
+                    kind=action.kind,
+                    input=ensure_strict_json(action.input, what="tool input"),
+                    request={"approvalId": action.approval_id} if action.approval_id else {},
+                )
+                for action in actions
+            )
+
+    def begin_actions_sync(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
+        with transaction.atomic():
+            _fence(lease)
+            PendingAction.objects.filter(
+                run_id=lease.run_id,
+                tool_call_id__in=list(tool_call_ids),
+                status=PendingAction.Status.SUBMITTED,
+            ).update(status=PendingAction.Status.EXECUTING)
 
     def finish_run_sync(self, lease: Lease, outcome: RunOutcome) -> None:
         with transaction.atomic():
             _fence(lease, **_outcome_changes(outcome))
+            _after_end(lease, outcome)
 
     # -- the async protocol --
 
     async def claim_run(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
         return await _db(self.claim_run_sync, run_id, owner=owner, lease_seconds=lease_seconds)
 
-    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> None:
-        await _db(self.heartbeat_sync, lease, lease_seconds=lease_seconds)
+    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
+        return await _db(self.heartbeat_sync, lease, lease_seconds=lease_seconds)
+
+    async def checkpoint_message(
+        self, lease: Lease, *, message: UIMessage, step_index: int
+    ) -> None:
+        await _db(self.checkpoint_message_sync, lease, message=message, step_index=step_index)
+
+    async def suspend(
+        self, lease: Lease, *, message: UIMessage, actions: Sequence[ActionRequest], usage: Usage
+    ) -> None:
+        await _db(self.suspend_sync, lease, message=message, actions=actions, usage=usage)
+
+    async def begin_actions(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
+        await _db(self.begin_actions_sync, lease, tool_call_ids=tool_call_ids)
 
     async def load_context(self, lease: Lease) -> list[UIMessage]:
         return await _db(self.load_context_sync, lease)
@@ -210,8 +337,16 @@ class ORMThreadStore:
         message: UIMessage,
         step: StepRecord,
         outcome: RunOutcome | None = None,
+        replace_open: bool = False,
     ) -> None:
-        await _db(self.commit_step_sync, lease, message=message, step=step, outcome=outcome)
+        await _db(
+            self.commit_step_sync,
+            lease,
+            message=message,
+            step=step,
+            outcome=outcome,
+            replace_open=replace_open,
+        )
 
     async def update_message(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None

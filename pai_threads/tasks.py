@@ -7,7 +7,7 @@ from celery import shared_task
 
 from pai_threads.executors.loop import background_loop
 
-__all__ = ["execute_run"]
+__all__ = ["execute_run", "recover_runs"]
 
 
 @shared_task(name="pai_threads.execute_run", acks_late=True, ignore_result=True)
@@ -16,3 +16,11 @@ def execute_run(run_id: str) -> str | None:
 
     outcome = background_loop().submit(aexecute_run(run_id)).result()
     return outcome.status if outcome else None
+
+
+@shared_task(name="pai_threads.recover_runs", ignore_result=True)
+def recover_runs() -> int:
+    """The sweeper, for Celery beat: re-dispatch runs whose lease expired."""
+    from pai_threads.recovery import recover_runs as sweep
+
+    return len(sweep())

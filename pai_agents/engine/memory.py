@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pai_agents.engine.store import (
     TERMINAL_STATUSES,
+    ActionRequest,
     ClaimedRun,
     Lease,
     LeaseLost,
     RunNotFound,
     RunOutcome,
+    RunSignals,
     StepRecord,
 )
 from pai_agents.ids import new_id
 from pai_agents.messages.types import UIMessage
+from pai_agents.models.base import Usage
 
 __all__ = ["InMemoryThreadStore", "MemoryMessage", "MemoryRun"]
 
@@ -47,6 +51,7 @@ class MemoryRun:
     step_count: int = 0
     usage: dict[str, Any] = field(default_factory=dict)
     error: dict[str, Any] | None = None
+    cancel_requested: bool = False
 
 
 @dataclass(kw_only=True)
@@ -67,6 +72,7 @@ class InMemoryThreadStore:
         self.runs: dict[str, MemoryRun] = {}
         self.messages: list[MemoryMessage] = []
         self.steps: dict[str, list[StepRecord]] = {}
+        self.actions: dict[tuple[str, str], dict[str, Any]] = {}
         self._position = 0
 
     # -- accepting input (the Django layer's ``send`` does this in one transaction) --
@@ -122,6 +128,14 @@ class InMemoryThreadStore:
             )
             if run is None or not (run.status == "queued" or expired):
                 raise RunNotFound(run_id)
+            last = next(
+                (
+                    m
+                    for m in reversed(self.messages)
+                    if m.run_id == run.id and m.step_index is not None
+                ),
+                None,
+            )
             run.status = "running"
             run.lease_owner = owner
             run.lease_expires_at = now + timedelta(seconds=lease_seconds)
@@ -143,6 +157,14 @@ class InMemoryThreadStore:
                 initiator=run.initiator,
                 step_count=run.step_count,
                 attempt=run.attempt,
+                usage=dict(run.usage),  # type: ignore[arg-type]
+                last_message=copy.deepcopy(last.message) if last else None,
+                last_message_open=bool(last and last.status == "open"),
+                executing_tool_calls=frozenset(
+                    call_id
+                    for (run_id, call_id), action in self.actions.items()
+                    if run_id == run.id and action["status"] == "executing"
+                ),
             )
 
     def _fenced(self, lease: Lease) -> MemoryRun:
@@ -151,10 +173,31 @@ class InMemoryThreadStore:
             raise LeaseLost(lease.run_id)
         return run
 
-    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> None:
+    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
         with self._lock:
             run = self._fenced(lease)
             run.lease_expires_at = datetime.now(UTC) + timedelta(seconds=lease_seconds)
+            return RunSignals(cancel_requested=run.cancel_requested)
+
+    async def checkpoint_message(
+        self, lease: Lease, *, message: UIMessage, step_index: int
+    ) -> None:
+        with self._lock:
+            run = self._fenced(lease)
+            stored = self._step_message(run.id, step_index)
+            if stored is None:
+                self._append(
+                    MemoryMessage(
+                        message=copy.deepcopy(message),
+                        thread_id=run.thread_id,
+                        run_id=run.id,
+                        position=0,
+                        step_index=step_index,
+                        status="open",
+                    )
+                )
+            else:
+                stored.message = copy.deepcopy(message)
 
     async def load_context(self, lease: Lease) -> list[UIMessage]:
         with self._lock:
@@ -172,20 +215,25 @@ class InMemoryThreadStore:
         message: UIMessage,
         step: StepRecord,
         outcome: RunOutcome | None = None,
+        replace_open: bool = False,
     ) -> None:
         with self._lock:
             run = self._fenced(lease)
-            if any(m.run_id == run.id and m.step_index == step.index for m in self.messages):
+            stored = self._step_message(run.id, step.index)
+            if stored is not None and stored.status != "open":
                 raise ValueError(f"run {run.id} already has a message for step {step.index}")
-            self._append(
-                MemoryMessage(
-                    message=copy.deepcopy(message),
-                    thread_id=run.thread_id,
-                    run_id=run.id,
-                    position=0,
-                    step_index=step.index,
+            if stored is not None:
+                stored.message, stored.status = copy.deepcopy(message), "committed"
+            else:
+                self._append(
+                    MemoryMessage(
+                        message=copy.deepcopy(message),
+                        thread_id=run.thread_id,
+                        run_id=run.id,
+                        position=0,
+                        step_index=step.index,
+                    )
                 )
-            )
             self.steps.setdefault(run.id, []).append(step)
             run.step_count = step.index + 1
             if outcome is not None:
@@ -196,20 +244,74 @@ class InMemoryThreadStore:
     ) -> None:
         with self._lock:
             run = self._fenced(lease)
-            for stored in self.messages:
-                if stored.run_id == run.id and stored.message["id"] == message["id"]:
-                    stored.message = copy.deepcopy(message)
-                    break
-            else:
-                raise LookupError(f"run {run.id} has no message {message['id']}")
+            self._replace(run.id, message)
             if outcome is not None:
                 self._end(run, outcome)
+
+    async def suspend(
+        self,
+        lease: Lease,
+        *,
+        message: UIMessage,
+        actions: Sequence[ActionRequest],
+        usage: Usage,
+    ) -> None:
+        with self._lock:
+            run = self._fenced(lease)
+            self._replace(run.id, message)
+            for action in actions:
+                self.actions[(run.id, action.tool_call_id)] = {
+                    "request": action,
+                    "message_id": message["id"],
+                    "status": "pending",
+                }
+            self._end(run, RunOutcome(status="waiting", usage=usage))
+
+    async def begin_actions(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
+        with self._lock:
+            run = self._fenced(lease)
+            for call_id in tool_call_ids:
+                self.actions[(run.id, call_id)]["status"] = "executing"
+
+    def respond(self, run_id: str, tool_call_id: str, *, approved: bool, reason: str = "") -> None:
+        """Trusted test helper: answer an approval and queue the run's resume episode."""
+        with self._lock:
+            action = self.actions[(run_id, tool_call_id)]
+            if action["status"] != "pending":
+                raise ValueError("action already answered")
+            action["status"] = "submitted"
+            for stored in self.messages:
+                if stored.run_id != run_id:
+                    continue
+                for part in stored.message["parts"]:
+                    if part.get("toolCallId") == tool_call_id and "approval" in part:
+                        part["state"] = "approval-responded"
+                        part["approval"] = {**part["approval"], "approved": approved}
+                        if reason:
+                            part["approval"]["reason"] = reason
+            self.runs[run_id].status = "queued"
+
+    def request_cancel(self, run_id: str) -> None:
+        with self._lock:
+            self.runs[run_id].cancel_requested = True
 
     async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
         with self._lock:
             self._end(self._fenced(lease), outcome)
 
     # -- internals --
+
+    def _step_message(self, run_id: str, step_index: int) -> MemoryMessage | None:
+        return next(
+            (m for m in self.messages if m.run_id == run_id and m.step_index == step_index), None
+        )
+
+    def _replace(self, run_id: str, message: UIMessage) -> None:
+        for stored in self.messages:
+            if stored.run_id == run_id and stored.message["id"] == message["id"]:
+                stored.message = copy.deepcopy(message)
+                return
+        raise LookupError(f"run {run_id} has no message {message['id']}")
 
     def _append(self, stored: MemoryMessage) -> None:
         self._position += 1

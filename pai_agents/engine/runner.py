@@ -1,9 +1,11 @@
 """The run loop: one assistant message per model step, tools in between.
 
-``run_episode`` drives a claimed run to its end: it resolves the model once, then for each
+``run_episode`` drives a claimed run until it ends or waits: it resolves the model once,
+settles what a previous episode left (approved or interrupted tool calls), then for each
 step builds the request from the context-visible history, streams the model through the
 chunk reducer (publishing every chunk), commits the step, executes the validated tool calls
-and commits their results, and stops when a step calls no tool or at ``max_steps``.
+and commits their results, and stops when a step calls no tool, a call needs a person or a
+client, the run is cancelled, or ``max_steps`` is reached.
 """
 
 from __future__ import annotations
@@ -18,14 +20,22 @@ from typing import Any
 from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition
 from pai_agents.engine.events import EventSink, NullSink
-from pai_agents.engine.step_stream import PendingCall, StepTranslator
-from pai_agents.engine.store import ClaimedRun, RunOutcome, StepRecord, ThreadStore
+from pai_agents.engine.lease_keeper import LeaseKeeper
+from pai_agents.engine.step_stream import StepTranslator
+from pai_agents.engine.store import (
+    ActionRequest,
+    ClaimedRun,
+    LeaseLost,
+    RunOutcome,
+    StepRecord,
+    ThreadStore,
+)
+from pai_agents.engine.tool_calls import execute_call, open_tool_parts, settle_chunk, tool_name_of
 from pai_agents.ids import new_id
 from pai_agents.messages.model_messages import prune_reasoning, to_model_messages
 from pai_agents.messages.reducer import MessageReducer
 from pai_agents.messages.types import UIMessage, UIMessageChunk
 from pai_agents.models.base import ModelRequest, ModelSelection, Usage, add_usage
-from pai_agents.tools import ToolContext, ToolError
 
 __all__ = ["RunEngine"]
 
@@ -35,7 +45,7 @@ logger = logging.getLogger("pai.engine")
 class _Generation:
     """One assistant message being produced: folds chunks and publishes them, indexed."""
 
-    __slots__ = ("claim", "index", "message_id", "reducer", "sink")
+    __slots__ = ("checkpointed", "claim", "index", "message_id", "reducer", "sink")
 
     def __init__(self, claim: ClaimedRun, sink: EventSink, message: UIMessage) -> None:
         self.claim = claim
@@ -43,10 +53,29 @@ class _Generation:
         self.message_id = message["id"]
         self.reducer = MessageReducer(message)
         self.index = 0
+        self.checkpointed = False
 
     @property
     def message(self) -> UIMessage:
         return self.reducer.message
+
+    async def start(
+        self, *, step: int | None, restarted: bool = False, continued: bool = False
+    ) -> None:
+        """Announce the generation. ``restarted``: a dead attempt's open message is being
+        produced again (clients reset it); ``continued``: results join a committed message."""
+        event: dict[str, Any] = {
+            "type": "generation.started",
+            "runId": self.claim.lease.run_id,
+            "threadId": self.claim.thread_id,
+            "messageId": self.message_id,
+            "step": step,
+        }
+        if restarted:
+            event["restarted"] = True
+        if continued:
+            event["continued"] = True
+        await self.sink.publish(event)
 
     async def emit(self, *chunks: UIMessageChunk) -> None:
         for chunk in chunks:
@@ -65,11 +94,13 @@ class _Generation:
 
 
 @dataclass(kw_only=True)
-class _StepOutput:
-    generation: _Generation
-    translator: StepTranslator
-    started_at: datetime
-    request_summary: dict[str, Any]
+class _Context:
+    claim: ClaimedRun
+    behavior: AgentBehaviorInput
+    selection: ModelSelection
+    history: list[UIMessage]
+    signal: AbortSignal
+    usage: Usage
 
 
 @dataclass(kw_only=True)
@@ -79,20 +110,37 @@ class RunEngine:
     agent: AgentDefinition
     store: ThreadStore
     sink: EventSink = field(default_factory=NullSink)
+    lease_seconds: float = 60.0
+    # An open message is checkpointed at most this often while a step streams; a crash
+    # then loses at most this much streamed output (the step itself is repeated).
+    checkpoint_seconds: float = 2.0
 
     async def run_episode(
         self, claim: ClaimedRun, *, signal: AbortSignal | None = None
     ) -> RunOutcome:
+        """Execute until the run ends or waits; raise LeaseLost if another worker took over."""
         signal = signal or AbortSignal()
-        lease = claim.lease
-        usage: Usage = {}
+        keeper = LeaseKeeper(
+            self.store, claim.lease, lease_seconds=self.lease_seconds, signal=signal
+        )
+        async with keeper:
+            try:
+                outcome = await self._episode(claim, signal)
+            except LeaseLost:
+                raise
+            if keeper.lost:
+                raise LeaseLost(claim.lease.run_id)
+            return outcome
+
+    async def _episode(self, claim: ClaimedRun, signal: AbortSignal) -> RunOutcome:
+        usage: Usage = dict(claim.usage)  # type: ignore[assignment]
         try:
             behavior = AgentBehaviorInput(
                 identity=claim.identity,
                 client_data=claim.client_data,
                 runtime_context=None,
                 thread_id=claim.thread_id,
-                run_id=lease.run_id,
+                run_id=claim.lease.run_id,
             )
             runtime_context = await self.agent.build_runtime_context(behavior)
             behavior = AgentBehaviorInput(
@@ -100,167 +148,314 @@ class RunEngine:
                 client_data=claim.client_data,
                 runtime_context=runtime_context,
                 thread_id=claim.thread_id,
-                run_id=lease.run_id,
+                run_id=claim.lease.run_id,
             )
             selection = await self.agent.resolve_model(behavior)
-            history = await self.store.load_context(lease)
+            history = await self.store.load_context(claim.lease)
         except Exception as exc:
             return await self._fail(claim, exc, usage)
-
-        for index in range(claim.step_count, self.agent.max_steps):
-            try:
-                output = await self._stream_step(claim, behavior, selection, history, index, signal)
-            except Aborted:
-                return await self._finish(claim, RunOutcome(status="cancelled", usage=usage))
-            except Exception as exc:
-                return await self._fail(claim, exc, usage)
-            translator = output.translator
-            usage = add_usage(usage, translator.usage)
-            generation = output.generation
-            step = StepRecord(
-                index=index,
-                message_id=generation.message_id,
-                request=output.request_summary,
-                usage=translator.usage,
-                finish_reason=translator.finish_reason,
-                started_at=output.started_at,
-                finished_at=datetime.now(UTC),
-            )
-            if translator.tool_call_count == 0:
-                await generation.emit(*_end_chunks(translator.finish_reason))
-                done = RunOutcome(status="completed", usage=usage)
-                await self.store.commit_step(
-                    lease, message=generation.message, step=step, outcome=done
-                )
-                await self._finished(claim, generation.message, done)
-                return done
-
-            # At-most-once tools: the calls are durable before any of them runs.
-            await self.store.commit_step(lease, message=generation.message, step=step)
-            client_calls = [c for c in translator.calls if c.tool.execute is None]
-            server_calls = [c for c in translator.calls if c.tool.execute is not None]
-            results = await asyncio.gather(
-                *(self._execute(claim, behavior, call, history, signal) for call in server_calls)
-            )
-            await generation.emit(*results)
-            last_step = index + 1 >= self.agent.max_steps
-            outcome: RunOutcome | None = None
-            if client_calls:
-                outcome = RunOutcome(status="waiting", usage=usage)
-            elif last_step:
-                outcome = RunOutcome(status="completed", usage=usage)
-            if client_calls:
-                await generation.emit({"type": "finish-step"})
+        ctx = _Context(
+            claim=claim,
+            behavior=behavior,
+            selection=selection,
+            history=history,
+            signal=signal,
+            usage=usage,
+        )
+        reuse_id: str | None = None
+        if claim.last_message is not None:
+            if claim.last_message_open:
+                reuse_id = claim.last_message["id"]
             else:
-                await generation.emit(*_end_chunks("tool-calls"))
-            if results or outcome is not None:
-                await self.store.update_message(lease, message=generation.message, outcome=outcome)
-            history.append(generation.message)
+                outcome = await self._settle(ctx, claim.last_message)
+                if outcome is not None:
+                    return outcome
+        for index in range(claim.step_count, self.agent.max_steps):
+            outcome = await self._step(ctx, index, reuse_id)
+            reuse_id = None
             if outcome is not None:
-                await self._finished(claim, generation.message, outcome)
                 return outcome
-            await self._generation_finished(claim, generation.message)
-        raise AssertionError("unreachable: the loop returns on its last step")
+        return await self._finish(claim, RunOutcome(status="completed", usage=ctx.usage))
 
-    async def _stream_step(
-        self,
-        claim: ClaimedRun,
-        behavior: AgentBehaviorInput,
-        selection: ModelSelection,
-        history: list[UIMessage],
-        index: int,
-        signal: AbortSignal,
-    ) -> _StepOutput:
+    async def _step(self, ctx: _Context, index: int, reuse_id: str | None) -> RunOutcome | None:
+        claim, lease = ctx.claim, ctx.claim.lease
         started_at = datetime.now(UTC)
-        instructions = await self.agent.resolve_instructions(behavior)
+        generation = _Generation(
+            claim,
+            self.sink,
+            {"id": reuse_id or new_id("msg"), "role": "assistant", "parts": []},
+        )
+        generation.checkpointed = reuse_id is not None
+        translator = StepTranslator(self.agent.tools)
+        try:
+            summary = await self._stream(
+                ctx, index, generation, translator, restarted=bool(reuse_id)
+            )
+        except Aborted:
+            return await self._abandon(ctx, generation, translator, index, started_at)
+        except Exception as exc:
+            return await self._fail(claim, exc, ctx.usage)
+        ctx.usage = add_usage(ctx.usage, translator.usage)
+        step = StepRecord(
+            index=index,
+            message_id=generation.message_id,
+            request=summary,
+            usage=translator.usage,
+            finish_reason=translator.finish_reason,
+            started_at=started_at,
+            finished_at=datetime.now(UTC),
+        )
+        if translator.tool_call_count == 0:
+            await generation.emit(*_end_chunks(translator.finish_reason))
+            done = RunOutcome(status="completed", usage=ctx.usage)
+            await self.store.commit_step(
+                lease,
+                message=generation.message,
+                step=step,
+                outcome=done,
+                replace_open=generation.checkpointed,
+            )
+            await self._finished(claim, generation.message, done)
+            return done
+
+        approvals = [c for c in translator.calls if c.tool.needs_approval]
+        client_calls = [
+            c for c in translator.calls if c.tool.execute is None and not c.tool.needs_approval
+        ]
+        server_calls = [c for c in translator.calls if c not in approvals and c not in client_calls]
+        actions = [
+            ActionRequest(
+                tool_call_id=c.tool_call_id,
+                tool_name=c.tool.name,
+                kind="approval",
+                input=c.input,
+                approval_id=new_id("apr"),
+            )
+            for c in approvals
+        ] + [
+            ActionRequest(
+                tool_call_id=c.tool_call_id, tool_name=c.tool.name, kind="client", input=c.input
+            )
+            for c in client_calls
+        ]
+        await generation.emit(
+            *(
+                {
+                    "type": "tool-approval-request",
+                    "approvalId": a.approval_id,
+                    "toolCallId": a.tool_call_id,
+                }
+                for a in actions
+                if a.kind == "approval"
+            )
+        )
+        # At-most-once tools: the calls are durable before any of them runs.
+        await self.store.commit_step(
+            lease, message=generation.message, step=step, replace_open=generation.checkpointed
+        )
+        results = await self._run_tools(ctx, server_calls)
+        await generation.emit(*results)
+        if actions:
+            await generation.emit({"type": "finish-step"})
+            await self.store.suspend(
+                lease, message=generation.message, actions=actions, usage=ctx.usage
+            )
+            waiting = RunOutcome(status="waiting", usage=ctx.usage)
+            await self._finished(claim, generation.message, waiting)
+            return waiting
+        await generation.emit(*_end_chunks("tool-calls"))
+        outcome: RunOutcome | None = None
+        if ctx.signal.aborted:
+            outcome = RunOutcome(status="cancelled", usage=ctx.usage)
+        elif index + 1 >= self.agent.max_steps:
+            outcome = RunOutcome(status="completed", usage=ctx.usage)
+        await self.store.update_message(lease, message=generation.message, outcome=outcome)
+        ctx.history.append(generation.message)
+        if outcome is not None:
+            await self._finished(claim, generation.message, outcome)
+            return outcome
+        await self._generation_finished(claim, generation.message)
+        return None
+
+    async def _stream(
+        self,
+        ctx: _Context,
+        index: int,
+        generation: _Generation,
+        translator: StepTranslator,
+        *,
+        restarted: bool,
+    ) -> dict[str, Any]:
+        ctx.signal.raise_if_aborted()
+        instructions = await self.agent.resolve_instructions(ctx.behavior)
         tools = [t.spec() for t in self.agent.tools.values()]
         request = ModelRequest(
-            messages=prune_reasoning(to_model_messages(history)),
+            messages=prune_reasoning(to_model_messages(ctx.history)),
             system=instructions,
             tools=tools,
-            settings=selection.settings,
-            provider_options=selection.provider_options,
+            settings=ctx.selection.settings,
+            provider_options=ctx.selection.provider_options,
         )
-        model = selection.model
+        model = ctx.selection.model
         summary: dict[str, Any] = {
             "provider": model.provider,
             "modelId": model.model_id,
-            "settings": dict(selection.settings),
+            "settings": dict(ctx.selection.settings),
             "tools": [t["name"] for t in tools],
             "messageCount": len(request.messages),
         }
-        message_id = new_id("msg")
-        generation = _Generation(
-            claim, self.sink, {"id": message_id, "role": "assistant", "parts": []}
+        await generation.start(step=index, restarted=restarted)
+        await generation.emit(
+            {"type": "start", "messageId": generation.message_id}, {"type": "start-step"}
         )
-        translator = StepTranslator(self.agent.tools)
-        await self.sink.publish(
-            {
-                "type": "generation.started",
-                "runId": claim.lease.run_id,
-                "threadId": claim.thread_id,
-                "messageId": message_id,
-                "step": index,
-            }
-        )
-        await generation.emit({"type": "start", "messageId": message_id}, {"type": "start-step"})
-        t0 = time.perf_counter()
-        async for part in model.stream(request, signal=signal):
+        t0 = last_checkpoint = time.perf_counter()
+        async for part in model.stream(request, signal=ctx.signal):
             chunks = translator.translate(part)
             if chunks:
                 await generation.emit(*chunks)
+            if ctx.signal.aborted:
+                raise Aborted(ctx.signal.reason or "aborted")
+            now = time.perf_counter()
+            if now - last_checkpoint >= self.checkpoint_seconds:
+                last_checkpoint = now
+                await self.store.checkpoint_message(
+                    ctx.claim.lease, message=generation.message, step_index=index
+                )
+                generation.checkpointed = True
         await generation.emit(*translator.close_open_parts())
         summary["durationMs"] = round((time.perf_counter() - t0) * 1000, 3)
         if translator.response:
             summary["response"] = translator.response
-        return _StepOutput(
-            generation=generation,
-            translator=translator,
-            started_at=started_at,
-            request_summary=summary,
-        )
+        return summary
 
-    async def _execute(
-        self,
-        claim: ClaimedRun,
-        behavior: AgentBehaviorInput,
-        call: PendingCall,
-        history: list[UIMessage],
-        signal: AbortSignal,
-    ) -> UIMessageChunk:
-        context = ToolContext(
-            tool_call_id=call.tool_call_id,
-            tool_name=call.tool.name,
-            run_id=claim.lease.run_id,
-            thread_id=claim.thread_id,
-            identity=claim.identity,
-            runtime_context=behavior.runtime_context,
-            signal=signal,
-            messages=list(history),  # type: ignore[arg-type]
-        )
-        try:
-            output = await call.tool.arun(call.parsed, context)
-        except ToolError as exc:
-            return {
-                "type": "tool-output-error",
-                "toolCallId": call.tool_call_id,
-                "errorText": str(exc),
-            }
-        except Exception as exc:
-            logger.warning(
-                "tool %s raised %s",
-                call.tool.name,
-                type(exc).__name__,
-                extra={"run_id": claim.lease.run_id},
-                exc_info=True,
+    async def _run_tools(self, ctx: _Context, calls: list[Any]) -> list[UIMessageChunk]:
+        """Execute calls concurrently; a cancel settles the ones still running."""
+        if not calls:
+            return []
+        tasks = [
+            asyncio.create_task(
+                execute_call(
+                    call,
+                    run_id=ctx.claim.lease.run_id,
+                    thread_id=ctx.claim.thread_id,
+                    identity=ctx.claim.identity,
+                    runtime_context=ctx.behavior.runtime_context,
+                    history=ctx.history,
+                    signal=ctx.signal,
+                )
             )
-            # Unexpected exceptions may carry internals; only ToolError text is shown verbatim.
-            return {
-                "type": "tool-output-error",
-                "toolCallId": call.tool_call_id,
-                "errorText": f"Tool {call.tool.name} failed ({type(exc).__name__}).",
-            }
-        return {"type": "tool-output-available", "toolCallId": call.tool_call_id, "output": output}
+            for call in calls
+        ]
+        aborted = asyncio.ensure_future(ctx.signal.wait())
+        try:
+            await asyncio.wait([*tasks, aborted], return_when=asyncio.FIRST_COMPLETED)
+            while not aborted.done() and not all(t.done() for t in tasks):
+                await asyncio.wait([*tasks, aborted], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+        results: list[UIMessageChunk] = []
+        for call, task in zip(calls, tasks, strict=True):
+            if task.done() and not task.cancelled():
+                results.append(task.result())
+            else:
+                task.cancel()
+                call_id = call.tool_call_id if hasattr(call, "tool_call_id") else call[2]
+                results.append(settle_chunk(call_id, "cancel"))
+        return results
+
+    async def _settle(self, ctx: _Context, message: UIMessage) -> RunOutcome | None:
+        """Finish what the previous episode left in the run's last message.
+
+        Approved calls execute (marked as executing first: at most once), denied ones get
+        ``output-denied``, calls a dead worker was executing become recovery errors (or run
+        again when the tool is idempotent).
+        """
+        claim = ctx.claim
+        to_execute: list[tuple[Any, Any, str]] = []
+        chunks: list[UIMessageChunk] = []
+        approved: list[str] = []
+        for part in open_tool_parts(message):
+            call_id = part["toolCallId"]
+            tool = self.agent.tools.get(tool_name_of(part) or "")
+            state = part.get("state")
+            if state == "approval-requested":
+                continue
+            if state == "approval-responded":
+                if not part.get("approval", {}).get("approved"):
+                    chunks.append({"type": "tool-output-denied", "toolCallId": call_id})
+                elif call_id in claim.executing_tool_calls or tool is None or tool.execute is None:
+                    chunks.append(settle_chunk(call_id, "recovery"))
+                else:
+                    approved.append(call_id)
+                    to_execute.append((tool, part.get("input"), call_id))
+                continue
+            if (
+                tool is not None
+                and tool.idempotent
+                and tool.execute is not None
+                and state == "input-available"
+            ):
+                to_execute.append((tool, part.get("input"), call_id))
+            else:
+                chunks.append(settle_chunk(call_id, "recovery"))
+        if not chunks and not to_execute:
+            return None
+        generation = _Generation(claim, self.sink, message)
+        await generation.start(step=None, continued=True)
+        await generation.emit({"type": "start", "messageId": generation.message_id}, *chunks)
+        if approved:
+            await self.store.begin_actions(claim.lease, tool_call_ids=approved)
+        await generation.emit(*await self._run_tools(ctx, to_execute))
+        await generation.emit(
+            {"type": "finish-step"}, {"type": "finish", "finishReason": "tool-calls"}
+        )
+        outcome: RunOutcome | None = None
+        if ctx.signal.aborted:
+            outcome = RunOutcome(status="cancelled", usage=ctx.usage)
+        elif claim.step_count >= self.agent.max_steps:
+            outcome = RunOutcome(status="completed", usage=ctx.usage)
+        await self.store.update_message(claim.lease, message=generation.message, outcome=outcome)
+        ctx.history[:] = [m for m in ctx.history if m["id"] != message["id"]] + [generation.message]
+        if outcome is not None:
+            await self._finished(claim, generation.message, outcome)
+            return outcome
+        await self._generation_finished(claim, generation.message)
+        return None
+
+    async def _abandon(
+        self,
+        ctx: _Context,
+        generation: _Generation,
+        translator: StepTranslator,
+        index: int,
+        started_at: datetime,
+    ) -> RunOutcome:
+        """A cancel during the stream: commit the partial step, settled, and end cancelled."""
+        chunks = translator.close_open_parts()
+        chunks += [
+            settle_chunk(p["toolCallId"], "cancel") for p in open_tool_parts(generation.message)
+        ]
+        await generation.emit(*chunks, {"type": "abort", "reason": "cancelled"})
+        ctx.usage = add_usage(ctx.usage, translator.usage)
+        outcome = RunOutcome(status="cancelled", usage=ctx.usage)
+        step = StepRecord(
+            index=index,
+            message_id=generation.message_id,
+            request={"aborted": True},
+            usage=translator.usage,
+            finish_reason="interrupted",
+            started_at=started_at,
+            finished_at=datetime.now(UTC),
+        )
+        await self.store.commit_step(
+            ctx.claim.lease,
+            message=generation.message,
+            step=step,
+            outcome=outcome,
+            replace_open=generation.checkpointed,
+        )
+        await self._finished(ctx.claim, generation.message, outcome)
+        return outcome
 
     async def _generation_finished(self, claim: ClaimedRun, message: UIMessage) -> None:
         await self.sink.publish(
@@ -275,6 +470,9 @@ class RunEngine:
 
     async def _finished(self, claim: ClaimedRun, message: UIMessage, outcome: RunOutcome) -> None:
         await self._generation_finished(claim, message)
+        await self._status(claim, outcome)
+
+    async def _status(self, claim: ClaimedRun, outcome: RunOutcome) -> None:
         await self.sink.publish(
             {
                 "type": "run.status",
@@ -286,14 +484,7 @@ class RunEngine:
 
     async def _finish(self, claim: ClaimedRun, outcome: RunOutcome) -> RunOutcome:
         await self.store.finish_run(claim.lease, outcome)
-        await self.sink.publish(
-            {
-                "type": "run.status",
-                "runId": claim.lease.run_id,
-                "threadId": claim.thread_id,
-                "status": outcome.status,
-            }
-        )
+        await self._status(claim, outcome)
         return outcome
 
     async def _fail(self, claim: ClaimedRun, exc: BaseException, usage: Usage) -> RunOutcome:

@@ -12,7 +12,7 @@ result), ``commit_step`` with the outcome (final answer and completion in one tr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeAlias
@@ -21,11 +21,13 @@ from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import Usage
 
 __all__ = [
+    "ActionRequest",
     "ClaimedRun",
     "Lease",
     "LeaseLost",
     "RunNotFound",
     "RunOutcome",
+    "RunSignals",
     "RunStatus",
     "StepRecord",
     "ThreadStore",
@@ -69,6 +71,13 @@ class ClaimedRun:
     initiator: str
     step_count: int
     attempt: int
+    usage: Usage = field(default_factory=lambda: Usage())
+    # The run's latest assistant message when it already has steps (resume, recovery), and
+    # whether a dead attempt left it open (a step to repeat under the same message id).
+    last_message: UIMessage | None = None
+    last_message_open: bool = False
+    # Tool calls whose approved execution had started (a crash there must not re-run them).
+    executing_tool_calls: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +91,24 @@ class StepRecord:
     finish_reason: str
     started_at: datetime
     finished_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSignals:
+    """What a heartbeat learns about its run besides keeping the lease."""
+
+    cancel_requested: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActionRequest:
+    """A tool call that waits for a person (approval) or a client (client tool)."""
+
+    tool_call_id: str
+    tool_name: str
+    kind: Literal["approval", "client"]
+    input: Any
+    approval_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,8 +127,14 @@ class ThreadStore(Protocol):
         """Take the run's lease (queued, or running with an expired lease); else RunNotFound."""
         ...
 
-    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> None:
-        """Extend the lease; raise LeaseLost if it is no longer ours."""
+    async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
+        """Extend the lease and report cancellation; raise LeaseLost if it is no longer ours."""
+        ...
+
+    async def checkpoint_message(
+        self, lease: Lease, *, message: UIMessage, step_index: int
+    ) -> None:
+        """Store the step's message as ``open`` so a crash can settle to this checkpoint."""
         ...
 
     async def load_context(self, lease: Lease) -> list[UIMessage]:
@@ -115,14 +148,26 @@ class ThreadStore(Protocol):
         message: UIMessage,
         step: StepRecord,
         outcome: RunOutcome | None = None,
+        replace_open: bool = False,
     ) -> None:
-        """Store one step's assistant message and Step row; with ``outcome``, end the run too."""
+        """Store one step's assistant message (replacing its open checkpoint) and Step row;
+        with ``outcome``, end the run in the same transaction."""
         ...
 
     async def update_message(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None
     ) -> None:
         """Replace the parts of a message this run committed (tool results)."""
+        ...
+
+    async def suspend(
+        self, lease: Lease, *, message: UIMessage, actions: Sequence[ActionRequest], usage: Usage
+    ) -> None:
+        """Store the message and its pending actions; the run waits and releases its lease."""
+        ...
+
+    async def begin_actions(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
+        """Mark approved actions as executing (durably, before they run: at most once)."""
         ...
 
     async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:

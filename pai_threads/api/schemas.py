@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field
@@ -64,11 +64,15 @@ class MessageIn(CamelSchema):
 
 
 class SendIn(CamelSchema):
-    """Either ``message`` (a UIMessage) or ``text`` (shorthand for one text part)."""
+    """Either ``message`` (a UIMessage) or ``text`` (shorthand for one text part).
+
+    ``policy`` overrides the agent's choice of what happens while a run is active.
+    """
 
     message: MessageIn | None = None
     text: str | None = Field(default=None, min_length=1)
     client_data: dict[str, Any] | None = None
+    policy: Literal["queue", "reject", "interrupt", "steer"] | None = None
 
 
 class RunErrorOut(CamelSchema):
@@ -100,10 +104,53 @@ class UIMessageOut(CamelSchema):
     parts: list[dict[str, Any]]
 
 
+class QueueItemOut(CamelSchema):
+    id: str
+    policy: str
+    status: str
+    messages: list[UIMessageOut]
+    created_at: datetime
+
+
 class SendOut(CamelSchema):
-    message: UIMessageOut
-    run: RunOut
+    """``message`` when the send started a run; ``queued`` when it waits behind ``run``."""
+
+    message: UIMessageOut | None
+    run: RunOut | None
+    queued: QueueItemOut | None = None
     created: bool
+
+
+class ActionOut(CamelSchema):
+    id: str
+    thread_id: str
+    run_id: str
+    message_id: str
+    tool_call_id: str
+    tool_name: str
+    kind: str
+    input: Any
+    status: str
+    approval_id: str | None
+    created_at: datetime
+
+
+class ActionIn(CamelSchema):
+    """An approval (``approved``, ``reason``) or a client tool result (``output``/``errorText``)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    approved: bool | None = None
+    reason: str | None = Field(default=None, max_length=2000)
+    output: Any = None
+    error_text: str | None = Field(default=None, max_length=10_000)
+
+
+class ThreadStateOut(CamelSchema):
+    thread: ThreadOut
+    runs: list[RunOut]
+    queue: list[QueueItemOut]
+    actions: list[ActionOut]
 
 
 class MessagePageOut(CamelSchema):

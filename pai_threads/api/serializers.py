@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pai_threads.models import Message, Run, Thread
+from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 
-__all__ = ["message_out", "run_out", "thread_out"]
+__all__ = ["action_out", "message_out", "queue_item_out", "run_out", "thread_out"]
 
 _CLIENT_ERROR = {"code": "run_failed", "message": "The run failed. Operators can see the details."}
 
@@ -42,3 +42,41 @@ def run_out(run: Run) -> dict[str, Any]:
 
 def message_out(message: Message) -> dict[str, Any]:
     return message.to_ui_message()
+
+
+def queue_item_out(item: QueueItem) -> dict[str, Any]:
+    message = item.message
+    return {
+        "id": item.id,
+        "policy": item.policy,
+        "status": item.status,
+        # The same projected user-message shape the transcript will hold after admission.
+        "messages": [
+            {
+                "id": item.message_id,
+                "role": "user",
+                "metadata": {
+                    **(message.get("metadata") or {}),
+                    "pai": {"producer": "send", "status": "pending"},
+                },
+                "parts": message["parts"],
+            }
+        ],
+        "created_at": item.created_at,
+    }
+
+
+def action_out(action: PendingAction) -> dict[str, Any]:
+    return {
+        "id": action.id,
+        "thread_id": action.thread_id,
+        "run_id": action.run_id,
+        "message_id": action.message_id,
+        "tool_call_id": action.tool_call_id,
+        "tool_name": action.tool_name,
+        "kind": action.kind,
+        "input": action.input,
+        "status": action.status,
+        "approval_id": action.request.get("approvalId"),
+        "created_at": action.created_at,
+    }

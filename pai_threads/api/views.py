@@ -15,6 +15,8 @@ from pydantic import ConfigDict, Field
 from pai_threads import registry, services
 from pai_threads.api.auth import IdentityAuth
 from pai_threads.api.schemas import (
+    ActionIn,
+    ActionOut,
     CreateThreadIn,
     ErrorOut,
     MessagePageOut,
@@ -23,8 +25,15 @@ from pai_threads.api.schemas import (
     SendOut,
     ThreadOut,
     ThreadPageOut,
+    ThreadStateOut,
 )
-from pai_threads.api.serializers import message_out, run_out, thread_out
+from pai_threads.api.serializers import (
+    action_out,
+    message_out,
+    queue_item_out,
+    run_out,
+    thread_out,
+)
 from pai_threads.conf import pai_settings
 from pai_threads.errors import InvalidInput, PaiError
 from pai_threads.identity import Identity
@@ -157,10 +166,13 @@ def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[d
         if body.message is not None
         else {"role": "user", "parts": [{"type": "text", "text": body.text}]}
     )
-    result = services.send(_identity(request), thread_id, message, client_data=body.client_data)
+    result = services.send(
+        _identity(request), thread_id, message, client_data=body.client_data, policy=body.policy
+    )
     payload = {
-        "message": message_out(result.message),
-        "run": run_out(result.run),
+        "message": message_out(result.message) if result.message else None,
+        "run": run_out(result.run) if result.run else None,
+        "queued": queue_item_out(result.queue_item) if result.queue_item else None,
         "created": result.created,
     }
     return Status(202 if result.created else 200, payload)
@@ -185,3 +197,54 @@ def list_messages(request: HttpRequest, thread_id: str, page: Query[PageQuery]) 
 @api.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, by_alias=True, tags=["runs"])
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     return run_out(services.get_run(_identity(request), run_id))
+
+
+@api.post("/runs/{run_id}/cancel", response={200: RunOut, **ERRORS}, by_alias=True, tags=["runs"])
+def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    """Cancel a run; a running one stops at once in this process, else at its next heartbeat."""
+    return run_out(services.cancel_run(_identity(request), run_id))
+
+
+@api.post(
+    "/threads/{thread_id}/regenerate",
+    response={202: RunOut, **ERRORS},
+    by_alias=True,
+    tags=["threads"],
+)
+def regenerate(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
+    """Answer the latest user message again (its previous answer leaves the transcript)."""
+    return Status(202, run_out(services.regenerate(_identity(request), thread_id)))
+
+
+@api.get(
+    "/threads/{thread_id}/state",
+    response={200: ThreadStateOut, **ERRORS},
+    by_alias=True,
+    tags=["threads"],
+)
+def thread_state(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    """The thread head, its recent runs (public fields), queued input and pending actions."""
+    identity = _identity(request)
+    thread = services.get_thread(identity, thread_id)
+    runs = list(thread.runs.order_by("-created_at")[:20])
+    return {
+        "thread": thread_out(thread),
+        "runs": [run_out(r) for r in reversed(runs)],
+        "queue": [queue_item_out(i) for i in services.list_queue(identity, thread_id)],
+        "actions": [action_out(a) for a in services.list_actions(identity, thread_id=thread_id)],
+    }
+
+
+@api.get("/actions", response={200: list[ActionOut], **ERRORS}, by_alias=True, tags=["actions"])
+def list_actions(request: HttpRequest, thread_id: str | None = None) -> list[dict[str, Any]]:
+    """Pending actions of this identity (optionally of one thread)."""
+    return [action_out(a) for a in services.list_actions(_identity(request), thread_id=thread_id)]
+
+
+@api.post(
+    "/actions/{action_id}", response={200: ActionOut, **ERRORS}, by_alias=True, tags=["actions"]
+)
+def submit_action(request: HttpRequest, action_id: str, body: ActionIn) -> dict[str, Any]:
+    """Approve or deny a tool call, or give a client tool's result; accepted once only."""
+    answer = body.model_dump(exclude_unset=True, by_alias=True)
+    return action_out(services.submit_action(_identity(request), action_id, answer))

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from concurrent.futures import Future
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
 from pai_threads.executors.loop import background_loop
 
-__all__ = ["ThreadExecutor"]
+__all__ = ["ThreadExecutor", "start_embedded_sweeper"]
 
 logger = logging.getLogger("pai.executors")
 
@@ -30,3 +35,39 @@ def _report(run_id: str, future: Future[Any]) -> None:
         logger.error(
             "run %s crashed in the thread executor", run_id, exc_info=exc, extra={"run_id": run_id}
         )
+
+
+_sweeper_started = threading.Event()
+
+
+def start_embedded_sweeper(interval: float | None = None) -> None:
+    """Run the sweeper inside this process (the embedded default has no Celery beat).
+
+    Called once by the site's ASGI entry point, so a restarted dev server resumes the runs
+    its previous process left behind.
+    """
+    if _sweeper_started.is_set():
+        return
+    _sweeper_started.set()
+    from pai_threads.conf import pai_settings
+
+    every = interval or max(pai_settings.LEASE_SECONDS / 2, 1.0)
+    background_loop().submit(_sweep_forever(every))
+
+
+def _sweep_once() -> int:
+    from pai_threads.recovery import recover_runs
+
+    try:
+        return len(recover_runs())
+    finally:
+        close_old_connections()
+
+
+async def _sweep_forever(every: float) -> None:
+    while True:
+        try:
+            await sync_to_async(_sweep_once, thread_sensitive=False)()
+        except Exception:
+            logger.exception("the embedded sweeper failed; retrying")
+        await asyncio.sleep(every)

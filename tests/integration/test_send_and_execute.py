@@ -12,7 +12,7 @@ from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, ThreadBusy
 from pai_threads.execute import aexecute_run
 from pai_threads.identity import Identity
-from pai_threads.models import Message, Run, Step
+from pai_threads.models import Message, QueueItem, Run, Step
 from pai_threads.registry import get_agent
 from pai_threads.store import ORMThreadStore
 
@@ -84,14 +84,44 @@ def test_sends_are_idempotent_on_the_message_id(alice: Identity) -> None:
     assert Run.objects.filter(thread=thread).count() == 1
 
 
-def test_a_second_send_during_an_active_run_is_rejected_and_stores_nothing(alice: Identity) -> None:
+def test_reject_policy_refuses_a_send_during_an_active_run_and_stores_nothing(
+    alice: Identity,
+) -> None:
     thread = services.create_thread(alice)
     services.send(alice, thread.id, {"parts": [{"type": "text", "text": "one"}]}, dispatch=False)
     with pytest.raises(ThreadBusy):
         services.send(
-            alice, thread.id, {"parts": [{"type": "text", "text": "two"}]}, dispatch=False
+            alice,
+            thread.id,
+            {"parts": [{"type": "text", "text": "two"}]},
+            policy="reject",
+            dispatch=False,
         )
     assert Message.objects.filter(thread=thread).count() == 1
+    assert not QueueItem.objects.filter(thread=thread).exists()
+
+
+def test_queue_policy_holds_input_outside_the_transcript_until_the_run_ends(
+    alice: Identity,
+) -> None:
+    thread = services.create_thread(alice)
+    first = services.send(
+        alice, thread.id, {"parts": [{"type": "text", "text": "one"}]}, dispatch=False
+    )
+    two = {"id": "q2", "parts": [{"type": "text", "text": "two"}]}
+    queued = services.send(alice, thread.id, two, dispatch=False)
+    assert queued.message is None and queued.queue_item is not None
+    assert queued.run is not None and queued.run.pk == first.run.pk
+    transcript = [m.message_id for m in services.list_messages(alice, thread.id).items]
+    assert transcript == [first.message.message_id]
+    again = services.send(alice, thread.id, two, dispatch=False)
+    assert again.created is False and again.queue_item.pk == queued.queue_item.pk
+
+    asyncio.run(aexecute_run(first.run.id))
+    admitted = Message.objects.get(thread=thread, message_id="q2")
+    assert admitted.parts == [{"type": "text", "text": "two"}]
+    assert admitted.run_id != first.run.id
+    assert QueueItem.objects.get(pk=queued.queue_item.pk).status == "admitted"
 
 
 def test_another_identity_cannot_see_or_send_to_the_thread(alice: Identity, bob: Identity) -> None:

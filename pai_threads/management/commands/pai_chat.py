@@ -177,6 +177,8 @@ class Command(BaseCommand):
             result = services.send(identity, thread.id, message, dispatch=False)
         except PaiError as exc:
             raise CommandError(exc.message) from exc
+        if result.run is None or result.message is None:
+            raise CommandError("the thread has an active run; the input was queued behind it")
         run_id = result.run.id
         sink: EventSink
         terminal: TerminalSink | None = None

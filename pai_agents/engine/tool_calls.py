@@ -1,0 +1,107 @@
+"""Executing tool calls and settling the ones that cannot complete.
+
+Every stored tool call ends with a result: executed, denied, or a synthetic error whose
+``toolMetadata.pai.source`` says why (``cancel``, ``recovery``), so a thread is never left
+in a state a model provider rejects.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pai_agents.abort import AbortSignal
+from pai_agents.engine.step_stream import PendingCall
+from pai_agents.messages.types import UIMessage, UIMessageChunk, UIMessagePart
+from pai_agents.tools import Tool, ToolContext, ToolError
+
+__all__ = ["ResultSource", "error_chunk", "execute_call", "open_tool_parts", "tool_name_of"]
+
+logger = logging.getLogger("pai.engine")
+
+ResultSource = Literal["execute", "reject", "throw", "cancel", "recovery", "client", "manual"]
+
+_SETTLE_TEXT = {
+    "cancel": "The run was cancelled before this tool call finished.",
+    "recovery": "The worker executing this tool call stopped; it was not completed.",
+}
+
+
+def error_chunk(tool_call_id: str, error_text: str, source: ResultSource) -> UIMessageChunk:
+    return {
+        "type": "tool-output-error",
+        "toolCallId": tool_call_id,
+        "errorText": error_text,
+        "toolMetadata": {"pai": {"source": source}},
+    }
+
+
+def settle_chunk(tool_call_id: str, source: Literal["cancel", "recovery"]) -> UIMessageChunk:
+    return error_chunk(tool_call_id, _SETTLE_TEXT[source], source)
+
+
+def tool_name_of(part: UIMessagePart) -> str | None:
+    kind = part.get("type", "")
+    if kind == "dynamic-tool":
+        return str(part.get("toolName"))
+    if kind.startswith("tool-"):
+        return kind[5:]
+    return None
+
+
+def open_tool_parts(message: UIMessage) -> Iterable[UIMessagePart]:
+    """Tool parts without a final result (the states a provider would reject)."""
+    for part in message["parts"]:
+        if tool_name_of(part) is not None and part.get("state") in (
+            "input-streaming",
+            "input-available",
+            "approval-requested",
+            "approval-responded",
+        ):
+            yield part
+
+
+async def execute_call(
+    call: PendingCall | tuple[Tool, Any, str],
+    *,
+    run_id: str,
+    thread_id: str,
+    identity: Any,
+    runtime_context: Any,
+    history: list[UIMessage],
+    signal: AbortSignal,
+) -> UIMessageChunk:
+    """Run one validated call; any failure becomes a model-visible ``tool-output-error``."""
+    if isinstance(call, PendingCall):
+        tool, parsed, call_id = call.tool, call.parsed, call.tool_call_id
+    else:
+        tool, raw_input, call_id = call
+        parsed = tool.parse_input(raw_input)
+    context = ToolContext(
+        tool_call_id=call_id,
+        tool_name=tool.name,
+        run_id=run_id,
+        thread_id=thread_id,
+        identity=identity,
+        runtime_context=runtime_context,
+        signal=signal,
+        messages=list(history),  # type: ignore[arg-type]
+    )
+    try:
+        output = await tool.arun(parsed, context)
+    except ToolError as exc:
+        return error_chunk(call_id, str(exc), "throw")
+    except Exception as exc:
+        if signal.aborted:
+            return settle_chunk(call_id, "cancel")
+        logger.warning(
+            "tool %s raised %s",
+            tool.name,
+            type(exc).__name__,
+            extra={"run_id": run_id},
+            exc_info=True,
+        )
+        # Unexpected exceptions may carry internals; only ToolError text is shown verbatim.
+        return error_chunk(call_id, f"Tool {tool.name} failed ({type(exc).__name__}).", "throw")
+    return {"type": "tool-output-available", "toolCallId": call_id, "output": output}
