@@ -30,6 +30,9 @@ DEFAULTS: dict[str, Any] = {
     "REDISPATCH_QUEUED_AFTER_SECONDS": 60,
     # Largest accepted JSON body of a send, in bytes.
     "MAX_MESSAGE_BYTES": 256 * 1024,
+    # How many of the newest context-visible messages a model step sees (None: all). Keeps
+    # a step's cost flat as threads grow; lifecycle hooks can build richer context.
+    "CONTEXT_WINDOW_MESSAGES": 200,
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,

@@ -191,6 +191,7 @@ def send(
     """
     thread = get_thread(identity, thread_id)
     message_id, parts, metadata = _validate_user_message(message)
+    client_id = bool(message.get("id"))
     try:
         agent = registry.get_agent(thread.agent_name)
     except registry.AgentNotFound:
@@ -205,12 +206,14 @@ def send(
     payload = {"id": message_id, "role": "user", "parts": parts, "metadata": metadata}
     try:
         with transaction.atomic():
-            # The row lock serializes sends to one thread: "is a run active?" and "start a
-            # run / queue the input" become one step, so concurrent sends never race.
-            Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").get()
-            existing = _existing_send(thread, message_id)
-            if existing is not None:
-                return existing
+            # Touching the thread takes its row lock: "is a run active?" and "start a run /
+            # queue the input" become one step, so concurrent sends never race.
+            Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())
+            if client_id:
+                # Only a client-chosen id can be a retry; generated ids are fresh.
+                existing = _existing_send(thread, message_id)
+                if existing is not None:
+                    return existing
             active = Run.objects.active().filter(thread=thread).only("id", "status").first()
             if active is not None:
                 return _enqueue(
@@ -234,7 +237,6 @@ def send(
                 producer=Message.Producer.SEND,
                 relation=Message.Relation.INPUT,
             )
-            Thread.objects.filter(pk=thread.pk).update(updated_at=row.created_at)
             if dispatch:
                 dispatch_after_commit(run.id)
     except IntegrityError:

@@ -9,14 +9,14 @@ the run row until commit, so a concurrent claim (which bumps the token) waits fo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from pai_agents.engine.store import (
@@ -33,6 +33,7 @@ from pai_agents.engine.store import (
 from pai_agents.json import ensure_strict_json
 from pai_agents.messages.types import MessageRole, UIMessage
 from pai_agents.models.base import Usage
+from pai_threads.conf import pai_settings
 from pai_threads.models import Message, PendingAction, Run, Step
 from pai_threads.queueing import admit_next
 
@@ -65,6 +66,61 @@ def _fence(lease: Lease, **changes: Any) -> None:
     fenced = Run.objects.filter(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
     if fenced.update(**(changes or {"lease_token": F("lease_token")})) != 1:
         raise LeaseLost(lease.run_id)
+
+
+_CLAIM_COLUMNS = (
+    "thread_id",
+    "agent_name",
+    "scope_key",
+    "identity",
+    "client_data",
+    "initiator",
+    "step_count",
+    "attempt",
+    "lease_token",
+    "usage",
+)
+_JSON_COLUMNS = frozenset({"identity", "client_data", "usage"})
+
+
+def _claim_returning(run_id: str, *, owner: str, lease_seconds: float) -> dict[str, Any] | None:
+    """Claim in one statement: a conditional UPDATE ... RETURNING, in autocommit.
+
+    The WHERE clause is the whole claim rule (queued, or running with an expired lease); the
+    token increment is the fence every later write of this execution checks. One round trip
+    instead of a transaction with an UPDATE and a SELECT.
+    """
+    now = timezone.now()
+    ops = connection.ops
+    table = ops.quote_name(Run._meta.db_table)
+    # Identifiers are the model's own table and constant column names; values are parameters.
+    sql = (
+        f"UPDATE {table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "  # noqa: S608
+        "lease_token = lease_token + 1, attempt = attempt + 1, "
+        "started_at = COALESCE(started_at, %s) "
+        "WHERE id = %s AND (status = %s OR (status = %s AND lease_expires_at < %s)) "
+        f"RETURNING {', '.join(_CLAIM_COLUMNS)}"
+    )
+    params = [
+        Run.Status.RUNNING.value,
+        owner,
+        ops.adapt_datetimefield_value(now + timedelta(seconds=lease_seconds)),
+        ops.adapt_datetimefield_value(now),
+        run_id,
+        Run.Status.QUEUED.value,
+        Run.Status.RUNNING.value,
+        ops.adapt_datetimefield_value(now),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = dict(zip(_CLAIM_COLUMNS, row, strict=True))
+    for column in _JSON_COLUMNS:
+        if isinstance(values[column], str | bytes):
+            values[column] = json.loads(values[column])
+    return values
 
 
 def _output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[str, Any]:
@@ -106,34 +162,10 @@ class ORMThreadStore:
     # -- sync implementations (each one transaction) --
 
     def claim_run_sync(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
-        now = timezone.now()
-        claimable = Q(status=Run.Status.QUEUED) | Q(
-            status=Run.Status.RUNNING, lease_expires_at__lt=now
-        )
-        with transaction.atomic():
-            updated = Run.objects.filter(claimable, id=run_id).update(
-                status=Run.Status.RUNNING,
-                lease_owner=owner,
-                lease_expires_at=now + timedelta(seconds=lease_seconds),
-                lease_token=F("lease_token") + 1,
-                attempt=F("attempt") + 1,
-                started_at=Coalesce(F("started_at"), now),
-            )
-            if updated != 1:
-                raise RunNotFound(run_id)
-            run = Run.objects.only(
-                "id",
-                "thread_id",
-                "agent_name",
-                "scope_key",
-                "identity",
-                "client_data",
-                "initiator",
-                "step_count",
-                "attempt",
-                "lease_token",
-                "usage",
-            ).get(id=run_id)
+        row = _claim_returning(run_id, owner=owner, lease_seconds=lease_seconds)
+        if row is None:
+            raise RunNotFound(run_id)
+        run = Run(id=run_id, **row)
         last: Message | None = None
         executing: frozenset[str] = frozenset()
         if run.step_count or run.attempt > 1:
@@ -194,16 +226,19 @@ class ORMThreadStore:
                 )
 
     def load_context_sync(self, lease: Lease) -> list[UIMessage]:
-        rows = (
-            Message.objects.filter(
-                thread_id=lease.thread_id, in_context=True, status=Message.Status.COMMITTED
-            )
-            .order_by("id")
-            .values_list("message_id", "role", "parts")
-        )
+        # The newest window of context-visible messages, so a step's cost does not grow
+        # with the thread (messages are whole steps: a window never splits a tool call from
+        # its result).
+        window = pai_settings.CONTEXT_WINDOW_MESSAGES
+        rows = Message.objects.filter(
+            thread_id=lease.thread_id, in_context=True, status=Message.Status.COMMITTED
+        ).values_list("message_id", "role", "parts")
+        selected = list(rows.order_by("-id")[:window]) if window else list(rows.order_by("id"))
+        if window:
+            selected.reverse()
         return [
             UIMessage(id=mid, role=cast(MessageRole, role), parts=parts)
-            for mid, role, parts in rows
+            for mid, role, parts in selected
         ]
 
     def commit_step_sync(

@@ -202,3 +202,20 @@ def test_message_pages_walk_back_through_the_transcript(alice: Identity) -> None
     assert seen == [f"m{i}" for i in range(7)]
     with pytest.raises(InvalidInput):
         services.list_messages(alice, thread.id, page_token="forged")
+
+
+def test_a_step_sees_only_the_newest_context_window(alice: Identity, settings) -> None:
+    """Cost stays flat as threads grow: load_context reads a bounded, ordered window."""
+    settings.PAI = {**settings.PAI, "CONTEXT_WINDOW_MESSAGES": 3}
+    thread = services.create_thread(alice)
+    for index in range(3):
+        sent = services.send(
+            alice, thread.id, {"parts": [{"type": "text", "text": f"m{index}"}]}, dispatch=False
+        )
+        Run.objects.filter(id=sent.run.id).update(status="completed")
+    sent = services.send(
+        alice, thread.id, {"parts": [{"type": "text", "text": "last"}]}, dispatch=False
+    )
+    claim = ORMThreadStore().claim_run_sync(sent.run.id, owner="w", lease_seconds=30)
+    context = ORMThreadStore().load_context_sync(claim.lease)
+    assert [m["parts"][0]["text"] for m in context] == ["m1", "m2", "last"]
