@@ -1,0 +1,142 @@
+"""Typed metadata: ``{private, public}`` pydantic schema pairs and their canonical rules.
+
+A schema describes a complete JSON object. At definition time each schema must accept
+``{}`` and be canonical: its output is strict JSON, valid as its own input and unchanged by
+a second parse (AD-028..AD-030). Every write shallow-merges a sparse top-level patch and
+validates the complete merged object (LC-024, LC-025); the stored value is the parsed one.
+Private values never reach a client projection (LC-029, LC-030).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from pai_agents.json import JsonObject, JsonValue, NotStrictJson, ensure_strict_json
+
+__all__ = [
+    "InvalidMetadata",
+    "MetadataBags",
+    "MetadataSchemaError",
+    "MetadataSchemas",
+    "SchemaLike",
+    "canonical_value",
+    "check_schema",
+    "merge_metadata",
+    "public_projection",
+    "replace_metadata",
+]
+
+SchemaLike: TypeAlias = "type[BaseModel] | TypeAdapter[Any]"
+
+
+class MetadataSchemaError(ValueError):
+    """A schema breaks the canonical contract; raised at definition time."""
+
+
+class InvalidMetadata(ValueError):
+    """A value or merged bag failed validation; nothing was written."""
+
+
+def _adapter(schema: SchemaLike) -> TypeAdapter[Any]:
+    if isinstance(schema, TypeAdapter):
+        return schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return TypeAdapter(schema)
+    raise MetadataSchemaError(f"schemas must be pydantic models or TypeAdapters: {schema!r}")
+
+
+def canonical_value(schema: SchemaLike, value: Any, *, what: str = "value") -> JsonValue:
+    """Parse ``value`` and return the canonical strict-JSON output, or raise ValueError.
+
+    The input must be strict JSON (LC-026); the output must be strict JSON and a fixed
+    point: parsing it again yields the same value (LC-113).
+    """
+    adapter = _adapter(schema)
+    try:
+        ensure_strict_json(value, what=what)
+        output = ensure_strict_json(
+            adapter.dump_python(adapter.validate_python(value), mode="json", warnings=False),
+            what=what,
+        )
+        again = adapter.dump_python(
+            adapter.validate_python(copy.deepcopy(output)), mode="json", warnings=False
+        )
+    except (ValidationError, NotStrictJson) as exc:
+        raise InvalidMetadata(f"{what}: {exc}") from exc
+    if again != output:
+        raise InvalidMetadata(f"{what}: the parsed value changes when parsed again")
+    return output
+
+
+def check_schema(schema: SchemaLike, *, what: str) -> JsonObject:
+    """Definition-time check; returns the parsed ``{}`` (the initial bag)."""
+    try:
+        initial = canonical_value(schema, {}, what=what)
+    except InvalidMetadata as exc:
+        raise MetadataSchemaError(f"{what} must accept {{}} canonically: {exc}") from exc
+    if not isinstance(initial, dict):
+        raise MetadataSchemaError(f"{what} must describe a JSON object")
+    return initial
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetadataSchemas:
+    """A raw ``{private, public}`` schema pair for run, thread or message metadata.
+
+    Construction runs the definition-time checks (AD-027..AD-030); :meth:`initial` parses
+    ``{}`` anew for every run, so default factories are not shared (AD-031, AD-032).
+    """
+
+    private: SchemaLike
+    public: SchemaLike
+
+    def __post_init__(self) -> None:
+        check_schema(self.private, what="private metadata schema")
+        check_schema(self.public, what="public metadata schema")
+
+    def initial(self) -> MetadataBags:
+        return MetadataBags(
+            private=check_schema(self.private, what="private metadata schema"),
+            public=check_schema(self.public, what="public metadata schema"),
+        )
+
+
+def merge_metadata(
+    schema: SchemaLike, current: Mapping[str, Any], patch: Mapping[str, Any], *, what: str
+) -> JsonObject:
+    """Shallow top-level merge, then full-object validation (LC-024, LC-025)."""
+    if not isinstance(patch, Mapping):
+        raise InvalidMetadata(f"{what}: a metadata patch is a JSON object")
+    try:
+        ensure_strict_json(dict(patch), what=what)
+    except NotStrictJson as exc:
+        raise InvalidMetadata(str(exc)) from exc
+    return replace_metadata(schema, {**current, **copy.deepcopy(dict(patch))}, what=what)
+
+
+def replace_metadata(schema: SchemaLike, value: Mapping[str, Any], *, what: str) -> JsonObject:
+    """The canonical whole bag for ``value`` (LC-027)."""
+    if not isinstance(value, Mapping):
+        raise InvalidMetadata(f"{what}: metadata is a JSON object")
+    result = canonical_value(schema, dict(value), what=what)
+    if not isinstance(result, dict):
+        raise InvalidMetadata(f"{what}: metadata is a JSON object")
+    return result
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetadataBags:
+    """The two stored bags of one run, thread or message."""
+
+    private: JsonObject
+    public: JsonObject
+
+
+def public_projection(bags: MetadataBags) -> JsonObject:
+    """The only client view: a copy of the public bag; private keys are never read."""
+    return copy.deepcopy(bags.public)
