@@ -12,10 +12,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_project.settings")
 
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402  (after Django setup)
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (after Django setup)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from pai_threads.conf import pai_settings  # noqa: E402
 from pai_threads.executors.thread import start_embedded_sweeper  # noqa: E402
+from pai_threads.routing import websocket_urlpatterns  # noqa: E402
 
 if pai_settings.EXECUTOR == "thread":
     start_embedded_sweeper()
@@ -23,4 +26,13 @@ if pai_settings.EXECUTOR == "thread":
 # The demo serves its own static files in DEBUG; production puts them behind the web server.
 http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.DEBUG else django_asgi_app
 
-application = ProtocolTypeRouter({"http": http_app})
+# Websockets: the session and user from the cookies (the identity resolver's inputs), and an
+# Origin check against ALLOWED_HOSTS, since browsers send cookies cross-site on websockets.
+application = ProtocolTypeRouter(
+    {
+        "http": http_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.checks import CheckMessage, Error, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
 from pai_threads.conf import pai_settings
 
@@ -43,4 +43,20 @@ def check_pai_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 id="pai.E003",
             )
         )
+    if executor == "celery":
+        from django.conf import settings
+
+        layer = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
+        if "InMemoryChannelLayer" in layer or not layer:
+            errors.append(
+                Warning(
+                    "PAI['EXECUTOR'] is 'celery' but the channel layer is in-memory",
+                    hint=(
+                        "Runs execute in worker processes; browsers connected to the web "
+                        "process only see them through channels_redis and the Redis replay "
+                        "buffer (set REDIS_URL)."
+                    ),
+                    id="pai.W001",
+                )
+            )
     return errors

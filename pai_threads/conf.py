@@ -33,6 +33,25 @@ DEFAULTS: dict[str, Any] = {
     # How many of the newest context-visible messages a model step sees (None: all). Keeps
     # a step's cost flat as threads grow; lifecycle hooks can build richer context.
     "CONTEXT_WINDOW_MESSAGES": 200,
+    # "memory", "redis", or a dotted path to a ReplayBuffer class. None picks "redis" when a
+    # Redis URL is configured (REALTIME_REDIS_URL, else settings.REDIS_URL), else "memory".
+    "REALTIME_BUFFER": None,
+    # Redis server of the replay buffer; None falls back to settings.REDIS_URL.
+    "REALTIME_REDIS_URL": None,
+    # Seconds a thread's event log is kept after its last event (a finished generation's
+    # replay stays available this long, for clients reconnecting just after it ended).
+    "REALTIME_REPLAY_TTL": 300,
+    # Events of *finished* generations kept per thread for ``since`` resumes; the active
+    # generation is never trimmed, so its replay from index 0 is always complete.
+    "REALTIME_RETAINED_EVENTS": 2000,
+    # Text/reasoning/tool-input deltas are batched for this long before one fan-out.
+    "REALTIME_COALESCE_MS": 8,
+    # Largest accepted websocket frame from a client, in bytes.
+    "REALTIME_MAX_FRAME_BYTES": 64 * 1024,
+    # A connected consumer checks the log this often for events the channel layer dropped.
+    "REALTIME_RESYNC_SECONDS": 5.0,
+    # Keep-alive comment interval of the AI SDK SSE stream, in seconds.
+    "REALTIME_SSE_KEEPALIVE_SECONDS": 15.0,
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,

@@ -13,11 +13,12 @@ import socket
 import threading
 
 from pai_agents.abort import AbortSignal
-from pai_agents.engine.events import EventSink, NullSink
+from pai_agents.engine.events import EventSink
 from pai_agents.engine.runner import RunEngine
 from pai_agents.engine.store import LeaseLost, RunNotFound, RunOutcome
 from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
+from pai_threads.realtime import RealtimePublisher, TeeSink
 from pai_threads.store import ORMThreadStore
 
 __all__ = ["aexecute_run", "worker_name"]
@@ -33,7 +34,11 @@ def worker_name() -> str:
 async def aexecute_run(
     run_id: str, *, sink: EventSink | None = None, signal: AbortSignal | None = None
 ) -> RunOutcome | None:
-    """Claim and execute ``run_id``; None when it is not claimable (done, or leased)."""
+    """Claim and execute ``run_id``; None when it is not claimable (done, or leased).
+
+    Events always go to the thread's realtime subscribers; a given ``sink`` (``pai_chat``)
+    receives the same events first.
+    """
     store = ORMThreadStore()
     try:
         claim = await store.claim_run(
@@ -43,19 +48,23 @@ async def aexecute_run(
         logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
         return None
     agent = registry.get_agent(claim.agent_name)
+    publisher = RealtimePublisher(claim.thread_id)
     engine = RunEngine(
         agent=agent,
         store=store,
-        sink=sink or NullSink(),
+        sink=publisher if sink is None else TeeSink(sink, publisher),
         lease_seconds=pai_settings.LEASE_SECONDS,
     )
     signal = signal or AbortSignal()
     try:
         with cancellation.registered(run_id, signal):
+            await publisher.announce_claim(claim.lease.run_id)
             outcome = await engine.run_episode(claim, signal=signal)
     except LeaseLost:
         # Another worker owns the run now; this execution wrote nothing after losing it.
         logger.warning("run %s: lease lost, execution abandoned", run_id, extra={"run_id": run_id})
         return None
+    finally:
+        await publisher.aclose()
     logger.info("run %s ended %s", run_id, outcome.status, extra={"run_id": run_id})
     return outcome

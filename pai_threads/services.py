@@ -40,6 +40,7 @@ __all__ = [
     "list_queue",
     "list_threads",
     "regenerate",
+    "rename_thread",
     "send",
     "submit_action",
     "trigger",
@@ -74,6 +75,23 @@ def create_thread(identity: Identity, *, agent: str | None = None, title: str = 
     return Thread.objects.create(
         scope_key=identity.scope_key, agent_name=agent_name, title=title[:200]
     )
+
+
+MAX_TITLE = 200
+
+
+def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
+    """Set the title (whitespace folded, at most 200 characters)."""
+    if not isinstance(title, str):
+        raise InvalidInput("title must be a string")
+    title = " ".join(title.split())
+    if len(title) > MAX_TITLE:
+        raise InvalidInput(f"title must be at most {MAX_TITLE} characters")
+    thread = get_thread(identity, thread_id)
+    thread.title = title
+    thread.updated_at = timezone.now()
+    thread.save(update_fields=["title", "updated_at"])
+    return thread
 
 
 def get_thread(identity: Identity, thread_id: str) -> Thread:

@@ -107,6 +107,9 @@ ensure_installed() {
     fi
     command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
     command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+    # Not a server, but installed the same way: the e2e tests drive Debian's Chromium
+    # (Playwright never downloads a browser here), with a font for legible screenshots.
+    [[ -x /usr/bin/chromium ]] || need+=(chromium fonts-dejavu-core)
     if ((${#need[@]})); then
         apt_install "${need[@]}"
     fi

@@ -104,6 +104,13 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return _error(request, 413, "payload_too_large", "The request body is too large.")
 
 
+def _announce(thread_id: str, **changes: Any) -> None:
+    """Tell the thread's websocket subscribers (imported late: realtime builds on the API)."""
+    from pai_threads.realtime.announce import announce
+
+    announce(thread_id, **changes)
+
+
 def _identity(request: HttpRequest) -> Identity:
     identity = request.auth  # type: ignore[attr-defined]
     assert isinstance(identity, Identity)
@@ -150,6 +157,20 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     return thread_out(services.get_thread(_identity(request), thread_id))
 
 
+class RenameIn(Schema):
+    title: str = Field(max_length=200)
+
+
+@api.patch(
+    "/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"]
+)
+def rename_thread(request: HttpRequest, thread_id: str, body: RenameIn) -> dict[str, Any]:
+    """Rename the thread; its websocket subscribers get ``thread.updated``."""
+    from pai_threads.realtime.heads import rename_thread as rename  # realtime imports api
+
+    return thread_out(rename(_identity(request), thread_id, body.title))
+
+
 @api.post(
     "/threads/{thread_id}/messages",
     response={202: SendOut, 200: SendOut, **ERRORS},
@@ -169,6 +190,8 @@ def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[d
     result = services.send(
         _identity(request), thread_id, message, client_data=body.client_data, policy=body.policy
     )
+    if result.created:
+        _announce(thread_id, message=result.message, run=result.run)
     payload = {
         "message": message_out(result.message) if result.message else None,
         "run": run_out(result.run) if result.run else None,
@@ -202,7 +225,9 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 @api.post("/runs/{run_id}/cancel", response={200: RunOut, **ERRORS}, by_alias=True, tags=["runs"])
 def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     """Cancel a run; a running one stops at once in this process, else at its next heartbeat."""
-    return run_out(services.cancel_run(_identity(request), run_id))
+    run = services.cancel_run(_identity(request), run_id)
+    _announce(run.thread_id, run=run)
+    return run_out(run)
 
 
 @api.post(
@@ -213,7 +238,9 @@ def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 )
 def regenerate(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
     """Answer the latest user message again (its previous answer leaves the transcript)."""
-    return Status(202, run_out(services.regenerate(_identity(request), thread_id)))
+    run = services.regenerate(_identity(request), thread_id)
+    _announce(thread_id, run=run)
+    return Status(202, run_out(run))
 
 
 @api.get(
@@ -247,4 +274,6 @@ def list_actions(request: HttpRequest, thread_id: str | None = None) -> list[dic
 def submit_action(request: HttpRequest, action_id: str, body: ActionIn) -> dict[str, Any]:
     """Approve or deny a tool call, or give a client tool's result; accepted once only."""
     answer = body.model_dump(exclude_unset=True, by_alias=True)
-    return action_out(services.submit_action(_identity(request), action_id, answer))
+    action = services.submit_action(_identity(request), action_id, answer)
+    _announce(action.thread_id, run=services.get_run(_identity(request), action.run_id))
+    return action_out(action)

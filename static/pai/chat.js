@@ -1,14 +1,19 @@
-// The demo chat page over the HTTP API. Live token streaming over websockets arrives with
-// the realtime layer (static/pai/client.js); until then the page polls the run's status.
+// The demo chat page: thread list over the HTTP API, the open thread over the websocket
+// client (static/pai/client.js). The selected thread lives in the URL (?thread=<id>), so a
+// reload reconnects to it and the running generation is rebuilt from the replay.
+import { connectThread } from "./client.js";
+import { renderPart } from "./render.js";
+
 const api = "/api/pai";
+const $ = (id) => document.getElementById(id);
 const els = {
-  threads: document.getElementById("threads"),
-  messages: document.getElementById("messages"),
-  status: document.getElementById("status"),
-  form: document.getElementById("composer"),
-  input: document.getElementById("input"),
+  threads: $("threads"), agent: $("agent"), newThread: $("new-thread"), title: $("title"),
+  connection: $("connection"), runStatus: $("run-status"), messages: $("messages"), empty: $("empty"),
+  queue: $("queue"), form: $("composer"), input: $("input"), send: $("send"), cancel: $("cancel"),
+  error: $("error"),
 };
-let current = null;
+let conn = null;
+let threads = [];
 
 function csrf() {
   const match = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
@@ -27,92 +32,180 @@ async function call(method, path, body) {
   return data;
 }
 
-function renderPart(part) {
-  if (part.type === "text") {
-    const p = document.createElement("div");
-    p.textContent = part.text;
-    return p;
-  }
-  if (part.type.startsWith("tool-") || part.type === "dynamic-tool") {
-    const name = part.type === "dynamic-tool" ? part.toolName : part.type.slice(5);
-    const div = document.createElement("div");
-    div.className = "tool";
-    const result = part.state === "output-available" ? JSON.stringify(part.output)
-      : part.state === "output-error" ? part.errorText : "";
-    div.textContent = `${name}(${JSON.stringify(part.input ?? {})}) ${result ? "→ " + result : ""}`;
-    const state = document.createElement("span");
-    state.className = "state";
-    state.textContent = part.state;
-    div.append(state);
-    return div;
-  }
-  return null;
+function showError(error) {
+  els.error.hidden = !error;
+  els.error.textContent = error ? String(error.message ?? error) : "";
 }
 
-function renderMessages(messages) {
-  els.messages.replaceChildren(...messages.map((message) => {
-    const article = document.createElement("article");
-    article.className = `message ${message.role}`;
-    article.dataset.messageId = message.id;
-    for (const part of message.parts) {
-      const node = renderPart(part);
-      if (node) article.append(node);
-    }
-    return article;
-  }));
-  els.messages.scrollTop = els.messages.scrollHeight;
-}
+// -- thread list ------------------------------------------------------------------------
 
 async function loadThreads() {
-  const page = await call("GET", "/threads");
-  els.threads.replaceChildren(...page.threads.map((thread) => {
-    const button = document.createElement("button");
-    button.textContent = thread.title || "Untitled thread";
-    button.setAttribute("aria-current", String(thread.id === current));
-    button.onclick = () => openThread(thread.id);
-    return button;
+  threads = (await call("GET", "/threads")).threads;
+  renderThreads();
+}
+
+function renderThreads() {
+  els.threads.replaceChildren(...threads.map((thread) => {
+    const link = document.createElement("a");
+    link.href = `?thread=${encodeURIComponent(thread.id)}`;
+    link.textContent = thread.title || "Untitled chat";
+    link.className = conn?.threadId === thread.id ? "active" : "";
+    link.dataset.threadId = thread.id;
+    link.onclick = (event) => {
+      event.preventDefault();
+      open(thread.id);
+    };
+    return link;
   }));
-  return page.threads;
 }
 
-async function openThread(id) {
-  current = id;
-  await loadThreads();
-  renderMessages((await call("GET", `/threads/${id}/messages`)).messages);
+// -- the open thread --------------------------------------------------------------------
+
+function open(threadId, { push = true } = {}) {
+  conn?.close();
+  if (push) history.pushState({}, "", `?thread=${encodeURIComponent(threadId)}`);
+  conn = connectThread({ threadId, onState: render });
+  renderThreads();
 }
 
-async function waitForRun(runId) {
-  for (;;) {
-    const run = await call("GET", `/runs/${runId}`);
-    els.status.textContent = `run ${run.status}…`;
-    renderMessages((await call("GET", `/threads/${current}/messages`)).messages);
-    if (!["queued", "running"].includes(run.status)) {
-      els.status.textContent = run.status === "completed" ? "" : `run ${run.status}`;
-      return;
+function pendingActionFor(state, part) {
+  return state.pendingActions.find((a) => a.toolCallId === part.toolCallId) ?? null;
+}
+
+function renderMessages(state, activeRun) {
+  const nodes = [];
+  const last = state.messages.findLast((m) => m.role === "assistant");
+  for (const message of state.messages) {
+    const pai = message.metadata?.pai ?? {};
+    const bubble = document.createElement("article");
+    bubble.className = `message ${message.role}${pai.status === "open" ? " open" : ""}`;
+    bubble.dataset.messageId = message.id;
+    const run = state.runs.find((r) => r.id === pai.runId);
+    const context = (part) => ({
+      pendingAction: pendingActionFor(state, part),
+      runActive: Boolean(run && ["queued", "running"].includes(run.status)),
+      onAction: (action, value) => conn.submitAction(action.id, value).catch(showError),
+    });
+    for (const part of message.parts) {
+      const node = renderPart(part, context);
+      if (node) bubble.append(node);
     }
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    if (pai.status === "open" && !message.parts.some((p) => p.type === "text")) {
+      bubble.append(Object.assign(document.createElement("span"), { className: "typing", textContent: "●●●" }));
+    }
+    if (message === last && !activeRun) {
+      const tools = document.createElement("div");
+      tools.className = "message-tools";
+      const regenerate = document.createElement("button");
+      regenerate.type = "button";
+      regenerate.className = "link regenerate";
+      regenerate.textContent = "↻ Regenerate";
+      regenerate.onclick = () => conn.regenerate(message.id).catch(showError);
+      tools.append(regenerate);
+      bubble.append(tools);
+    }
+    nodes.push(bubble);
   }
+  const nearBottom = els.messages.scrollHeight - els.messages.scrollTop - els.messages.clientHeight < 80;
+  els.messages.replaceChildren(...(nodes.length ? nodes : [els.empty]));
+  if (nearBottom) els.messages.scrollTop = els.messages.scrollHeight;
 }
 
-els.form.addEventListener("submit", async (event) => {
+function renderQueue(state) {
+  const items = state.queue?.items ?? [];
+  els.queue.hidden = !items.length;
+  els.queue.replaceChildren(...items.flatMap((item) => item.messages.map((message) => {
+    const node = document.createElement("div");
+    node.className = "queued";
+    node.textContent = `Queued: ${message.parts.filter((p) => p.type === "text").map((p) => p.text).join(" ")}`;
+    return node;
+  })));
+}
+
+function render(state) {
+  const activeRun = conn?.activeRun;
+  els.connection.dataset.status = state.status;
+  els.connection.textContent = state.status === "open" ? "live" : state.status;
+  if (state.thread) {
+    els.title.textContent = state.thread.title || "Untitled chat";
+    document.title = `${els.title.textContent} · PAI`;
+    const known = threads.find((t) => t.id === state.thread.id);
+    if (known && known.title !== state.thread.title) {
+      known.title = state.thread.title;
+      renderThreads();
+    }
+  }
+  const lastRun = state.runs.at(-1);
+  els.runStatus.hidden = !lastRun;
+  if (lastRun) {
+    els.runStatus.textContent = lastRun.status;
+    els.runStatus.dataset.status = lastRun.status;
+  }
+  els.cancel.hidden = !activeRun;
+  renderMessages(state, activeRun);
+  renderQueue(state);
+  if (state.error) showError(state.error);
+}
+
+// -- actions ----------------------------------------------------------------------------
+
+async function newThread() {
+  const thread = await call("POST", "/threads", { agent: els.agent.value || undefined });
+  threads.unshift(thread);
+  open(thread.id);
+  els.input.focus();
+}
+
+els.newThread.onclick = () => newThread().catch(showError);
+
+els.form.onsubmit = async (event) => {
   event.preventDefault();
   const text = els.input.value.trim();
   if (!text) return;
+  showError(null);
   try {
-    if (!current) current = (await call("POST", "/threads", { title: text.slice(0, 60) })).id;
+    if (!conn) await newThread();
+    await conn.ready;
+    if (!conn.state.thread?.title) {
+      conn.rename(text.slice(0, 60)).catch(() => {});
+    }
     els.input.value = "";
-    const sent = await call("POST", `/threads/${current}/messages`, { text });
-    await loadThreads();
-    await waitForRun(sent.run.id);
+    await conn.send(text);
   } catch (error) {
-    els.status.textContent = error.message;
+    els.input.value = text;
+    showError(error);
   }
-});
-
-document.getElementById("new-thread").onclick = async () => {
-  current = (await call("POST", "/threads", { title: "New thread" })).id;
-  await openThread(current);
 };
 
-const threads = await loadThreads();
-if (threads.length) await openThread(threads[0].id);
+els.input.onkeydown = (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    els.form.requestSubmit();
+  }
+};
+
+els.cancel.onclick = () => conn?.cancel(conn.activeRun?.id).catch(showError);
+
+function rename() {
+  if (!conn) return;
+  const title = prompt("Rename this chat", conn.state.thread?.title ?? "");
+  if (title != null) conn.rename(title).catch(showError);
+}
+els.title.onclick = rename;
+els.title.onkeydown = (event) => { if (event.key === "Enter") rename(); };
+
+window.onpopstate = () => {
+  const id = new URLSearchParams(location.search).get("thread");
+  if (id) open(id, { push: false });
+};
+
+async function start() {
+  await call("GET", "/session"); // creates the session the websocket identifies us by
+  const agents = await call("GET", "/agents");
+  els.agent.replaceChildren(...agents.map((agent) => new Option(agent.name, agent.name)));
+  await loadThreads();
+  const id = new URLSearchParams(location.search).get("thread");
+  if (id) open(id, { push: false });
+}
+
+start().catch(showError);

@@ -1,0 +1,163 @@
+"""Commands clients send over the thread websocket, each mapped to a service function.
+
+A command frame is ``{"type": <command>, "requestId"?: str, ...}``; the reply is an ``ack``
+(with the command's result) or a typed ``error``, both echoing ``requestId``. Commands whose
+service does not exist in this version (cancel, regenerate, submit-action before the run
+control work lands) answer ``unsupported`` rather than pretending to work.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+
+from pai_threads import services
+from pai_threads.errors import InvalidInput, NotFound, PaiError
+from pai_threads.identity import Identity
+from pai_threads.models import PendingAction, Run
+from pai_threads.realtime.announce import message_committed, run_status
+from pai_threads.realtime.heads import rename_thread
+from pai_threads.realtime.projections import (
+    message_public,
+    queue_public,
+    run_public,
+    side_state_events,
+    thread_public,
+)
+from pai_threads.realtime.publisher import publish_sync
+
+__all__ = ["COMMANDS", "CommandError", "run_command"]
+
+logger = logging.getLogger("pai.realtime")
+
+Frame = dict[str, Any]
+
+
+class CommandError(PaiError):
+    """A frame the server cannot act on (wrong shape, unknown or unsupported command)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _text_or_message(frame: Frame) -> dict[str, Any]:
+    message, text = frame.get("message"), frame.get("text")
+    if (message is None) == (text is None):
+        raise InvalidInput("send exactly one of 'message' or 'text'")
+    if text is not None:
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("'text' must be a non-empty string")
+        return {"role": "user", "parts": [{"type": "text", "text": text}]}
+    if not isinstance(message, dict):
+        raise InvalidInput("'message' must be a UIMessage object")
+    return message
+
+
+def _send(identity: Identity, thread_id: str, frame: Frame) -> Frame:
+    client_data = frame.get("clientData")
+    if client_data is not None and not isinstance(client_data, dict):
+        raise InvalidInput("'clientData' must be an object")
+    result = services.send(identity, thread_id, _text_or_message(frame), client_data=client_data)
+    reply: Frame = {"created": result.created}
+    events: list[dict[str, Any]] = []
+    if result.message is not None:
+        reply["message"] = message_public(result.message)
+        events.append(message_committed(thread_id, reply["message"]))
+    if result.run is not None:
+        reply["run"] = run_public(result.run)
+        events.append(run_status(reply["run"]))
+    if result.queue_item is not None:
+        reply["queued"] = queue_public(thread_id)["items"]
+    if result.created:
+        publish_sync(thread_id, [*events, *side_state_events(thread_id)])
+    return reply
+
+
+def _rename(identity: Identity, thread_id: str, frame: Frame) -> Frame:
+    return {"thread": thread_public(rename_thread(identity, thread_id, frame.get("title")))}
+
+
+def _service(name: str) -> Callable[..., Any]:
+    function = getattr(services, name, None)
+    if function is None:
+        raise CommandError("unsupported", f"this server does not support {name} yet")
+    return function
+
+
+def _optional_str(frame: Frame, key: str) -> str | None:
+    value = frame.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"'{key}' must be a string")
+    return value
+
+
+def _cancel(identity: Identity, thread_id: str, frame: Frame) -> Frame:
+    """Cancel ``runId``, or the thread's active run: whichever client or stream started it."""
+    cancel_run = _service("cancel_run")
+    run_id = _optional_str(frame, "runId")
+    if run_id is None:
+        thread = services.get_thread(identity, thread_id)
+        active = Run.objects.active().filter(thread=thread).first()
+        if active is None:
+            raise InvalidInput("the thread has no active run")
+        run_id = active.id
+    elif not Run.objects.filter(id=run_id, thread_id=thread_id).exists():
+        raise NotFound("run not found")
+    run = run_public(cancel_run(identity, run_id))
+    # A running run reports its own end; a queued or waiting one stops right here.
+    publish_sync(thread_id, [run_status(run), *side_state_events(thread_id)])
+    return {"run": run}
+
+
+def _regenerate(identity: Identity, thread_id: str, frame: Frame) -> Frame:
+    run = run_public(_service("regenerate")(identity, thread_id))
+    publish_sync(thread_id, [run_status(run)])
+    return {"run": run}
+
+
+def _submit_action(identity: Identity, thread_id: str, frame: Frame) -> Frame:
+    submit_action = _service("submit_action")
+    action_id = frame.get("actionId")
+    if not isinstance(action_id, str) or not action_id:
+        raise InvalidInput("'actionId' must be a non-empty string")
+    value = frame.get("value")
+    if not isinstance(value, dict):
+        raise InvalidInput("'value' must be an object, e.g. {\"approved\": true}")
+    if not PendingAction.objects.filter(id=action_id, thread_id=thread_id).exists():
+        raise NotFound("action not found")
+    submit_action(identity, action_id, value)
+    publish_sync(thread_id, side_state_events(thread_id))
+    return {"actionId": action_id}
+
+
+COMMANDS: dict[str, Callable[[Identity, str, Frame], Frame]] = {
+    "send": _send,
+    "rename": _rename,
+    "cancel": _cancel,
+    "regenerate": _regenerate,
+    "submit-action": _submit_action,
+}
+
+
+async def run_command(identity: Identity, thread_id: str, frame: Frame) -> Frame:
+    """Execute one command frame; always returns the reply frame (never raises)."""
+    kind = frame["type"]
+    request_id = frame.get("requestId")
+    reply: Frame = {"requestId": request_id} if request_id is not None else {}
+    handler = COMMANDS.get(kind)
+    try:
+        if handler is None:
+            raise CommandError("unknown_command", f"unknown command {kind!r}")
+        call: Callable[..., Awaitable[Frame]] = database_sync_to_async(handler)
+        result = await call(identity, thread_id, frame)
+    except PaiError as exc:
+        return {"type": "error", "code": exc.code, "message": exc.message, **reply}
+    except Exception:
+        logger.exception("websocket command %s failed on thread %s", kind, thread_id)
+        failed = "The command failed."
+        return {"type": "error", "code": "internal_error", "message": failed, **reply}
+    return {"type": "ack", "command": kind, **reply, **result}

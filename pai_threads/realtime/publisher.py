@@ -1,0 +1,169 @@
+"""The realtime :class:`EventSink`: number, buffer and fan out a thread's events.
+
+Runs publish through a :class:`RealtimePublisher` (see :mod:`pai_threads.execute`); other
+writers (rename, websocket sends) call :func:`publish`. Every event is appended to the
+thread's replay buffer, which assigns its sequence number, then sent to the thread's group.
+
+Deltas (text, reasoning, tool input) are held for ``REALTIME_COALESCE_MS`` and flushed as
+one batch: one buffer append and one channel-layer message for many tokens. Chunks are never
+merged or reordered, so the published chunk sequence is exactly what the engine emitted
+(the same as ``pai_chat --jsonl`` prints). Any other event flushes the batch at once.
+
+Publishing is best effort by design: the database is the authority, and a client that
+missed something resynchronises from a snapshot. A failing buffer never fails a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from asgiref.sync import async_to_sync
+
+from pai_agents.engine.events import EventSink, RunEvent
+from pai_threads.models import Message, Run
+from pai_threads.realtime._db import run_db
+from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
+from pai_threads.realtime.conf import realtime_setting
+from pai_threads.realtime.notify import notify
+from pai_threads.realtime.projections import message_public, run_public, side_state_events
+
+__all__ = ["RealtimePublisher", "TeeSink", "publish", "publish_sync"]
+
+logger = logging.getLogger("pai.realtime")
+
+_DELTA_CHUNKS = frozenset({"text-delta", "reasoning-delta", "tool-input-delta"})
+
+
+def _is_delta(event: RunEvent) -> bool:
+    return event.get("type") == "generation.message.chunk" and (
+        event["chunk"].get("type") in _DELTA_CHUNKS
+    )
+
+
+async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
+    """Number, buffer and fan out ``events`` now; returns them with their ``seq``."""
+    try:
+        numbered = await get_buffer().append(thread_id, events)
+        await notify(thread_id, numbered)
+    except Exception:
+        logger.exception("realtime publish failed for thread %s", thread_id)
+        return []
+    return numbered
+
+
+def publish_sync(thread_id: str, events: Sequence[RunEvent]) -> None:
+    """:func:`publish` for synchronous code (views, services)."""
+    async_to_sync(publish)(thread_id, events)
+
+
+def _stored_message(thread_id: str, message_id: str) -> dict[str, Any] | None:
+    row = Message.objects.filter(thread_id=thread_id, message_id=message_id).first()
+    return message_public(row) if row is not None else None
+
+
+def _public_run(run_id: str) -> dict[str, Any] | None:
+    run = Run.objects.filter(id=run_id).first()
+    return run_public(run) if run is not None else None
+
+
+def _input_messages(run_id: str) -> list[dict[str, Any]]:
+    rows = Message.objects.filter(
+        run_id=run_id, relation=Message.Relation.INPUT, in_transcript=True
+    ).order_by("id")
+    return [message_public(row) for row in rows]
+
+
+class RealtimePublisher:
+    """The sink of one run on one thread. Call :meth:`aclose` when the run ends."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        *,
+        buffer: ReplayBuffer | None = None,
+        coalesce_ms: float | None = None,
+    ) -> None:
+        self.thread_id = thread_id
+        self._buffer = buffer or get_buffer()
+        delay = realtime_setting("REALTIME_COALESCE_MS") if coalesce_ms is None else coalesce_ms
+        self._delay = max(0.0, float(delay)) / 1000
+        self._pending: list[RunEvent] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._lock = asyncio.Lock()
+        self._flushes: set[asyncio.Task[None]] = set()
+
+    async def publish(self, event: RunEvent) -> None:
+        self._pending.append(await self._enrich(event))
+        if event.get("type") == "run.status":
+            # A status change may create pending actions or admit queued input.
+            try:
+                self._pending += await run_db(side_state_events, self.thread_id)
+            except Exception:
+                logger.exception("could not read queue/actions of thread %s", self.thread_id)
+        if self._delay and _is_delta(event):
+            if self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(self._delay, self._flush_later)
+            return
+        await self.flush()
+
+    async def announce_claim(self, run_id: str) -> None:
+        """A worker claimed the run: its input messages (sent by any client, over any API)
+        and its ``running`` status reach subscribers before its first generation."""
+        for message in await run_db(_input_messages, run_id):
+            await self.publish(
+                {"type": "message.committed", "threadId": self.thread_id, "message": message}
+            )
+        await self.publish(
+            {"type": "run.status", "runId": run_id, "threadId": self.thread_id, "status": "running"}
+        )
+
+    async def _enrich(self, event: RunEvent) -> RunEvent:
+        """Attach the stored, public projections clients need (one read per message/run)."""
+        kind = event.get("type")
+        try:
+            if kind == "generation.finished":
+                stored = await run_db(_stored_message, self.thread_id, str(event["messageId"]))
+                if stored is not None:
+                    return {**event, "message": stored}
+            elif kind == "run.status":
+                run = await run_db(_public_run, str(event["runId"]))
+                if run is not None:
+                    return {**event, "status": run["status"], "run": run}
+        except Exception:
+            logger.exception("could not enrich %s for thread %s", kind, self.thread_id)
+        return event
+
+    def _flush_later(self) -> None:
+        self._timer = None
+        task = asyncio.ensure_future(self.flush())
+        self._flushes.add(task)  # owned here until done; aclose() awaits the stragglers
+        task.add_done_callback(self._flushes.discard)
+
+    async def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        async with self._lock:  # batches reach the buffer in publish order
+            batch, self._pending = self._pending, []
+            if batch:
+                await publish(self.thread_id, batch)
+
+    async def aclose(self) -> None:
+        await self.flush()
+        if self._flushes:
+            await asyncio.gather(*self._flushes, return_exceptions=True)
+
+
+class TeeSink:
+    """Publishes every event to several sinks in order (e.g. a terminal and the realtime
+    publisher, so a browser watches a ``pai_chat`` run live)."""
+
+    def __init__(self, *sinks: EventSink) -> None:
+        self.sinks = sinks
+
+    async def publish(self, event: RunEvent) -> None:
+        for sink in self.sinks:
+            await sink.publish(event)

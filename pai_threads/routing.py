@@ -1,0 +1,13 @@
+"""Websocket URL patterns; include in the ASGI router (see ``pai_project/asgi.py``)."""
+
+from __future__ import annotations
+
+from django.urls import re_path
+
+from pai_threads.realtime.consumers import ThreadConsumer
+
+__all__ = ["websocket_urlpatterns"]
+
+websocket_urlpatterns = [
+    re_path(r"^ws/pai/threads/(?P<thread_id>[A-Za-z0-9_-]{1,40})/$", ThreadConsumer.as_asgi()),
+]

@@ -1,0 +1,234 @@
+// PAI browser client: keeps one thread's state in sync over the thread websocket.
+// An ES module with no build step. Protocol: docs/realtime.md. API: docs/reference/client.md.
+//
+//   import { connectThread } from "/static/pai/client.js";
+//   const conn = connectThread({ threadId, onState: (state) => render(state) });
+//   await conn.send("Hello");          // resolves with the ack ({message, run, created})
+//   conn.cancel(); conn.regenerate(); conn.rename("Title"); conn.submitAction(id, value);
+//   conn.close();
+//
+// State: { status, thread, messages, runs, queue, pendingActions, seq, error }. Messages are
+// PaiMessages (UIMessage + metadata.pai); the open generation is an ordinary message with
+// metadata.pai.status "open" (MF-025) whose parts fold live from native chunks.
+
+import { MessageReducer } from "./reducer.js";
+
+export { MessageReducer } from "./reducer.js";
+
+const STREAMING = new Set(["queued", "running"]);
+
+function defaultUrl(threadId) {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${location.host}/ws/pai/threads/${encodeURIComponent(threadId)}/`;
+}
+
+function emptyState() {
+  return {
+    status: "connecting", thread: null, messages: [], runs: [], queue: { items: [] },
+    pendingActions: [], seq: null, error: null,
+  };
+}
+
+/** Insert or replace a message by id; a run's input goes before that run's outputs. */
+function upsert(messages, message) {
+  const index = messages.findIndex((m) => m.id === message.id);
+  if (index >= 0) {
+    messages[index] = message;
+    return;
+  }
+  const pai = message.metadata?.pai ?? {};
+  if (pai.relation === "input" && pai.runId) {
+    const position = messages.findIndex((m) => m.role === "assistant" && m.metadata?.pai?.runId === pai.runId);
+    if (position >= 0) {
+      messages.splice(position, 0, message);
+      return;
+    }
+  }
+  messages.push(message);
+}
+
+export class ThreadConnection {
+  constructor({ threadId, url, onState, onEvent, WebSocketImpl }) {
+    this.threadId = threadId;
+    this.url = url ?? defaultUrl(threadId);
+    this.onState = onState ?? (() => {});
+    this.onEvent = onEvent ?? (() => {});
+    this.WebSocket = WebSocketImpl ?? WebSocket;
+    this.state = emptyState();
+    this.reducers = new Map(); // messageId -> MessageReducer of open generations
+    this.pending = new Map(); // requestId -> {resolve, reject}
+    this.nextRequest = 1;
+    this.attempt = 0;
+    this.closed = false;
+    this.socket = null;
+    this.timer = null;
+    /** Resolves once the first snapshot (or resume) has been applied. */
+    this.ready = new Promise((resolve) => { this.markReady = resolve; });
+    this.open();
+  }
+
+  // -- commands ---------------------------------------------------------------------
+
+  /** Send a user message: a string, or a UIMessage ({id?, role: "user", parts}). */
+  send(textOrMessage, { clientData } = {}) {
+    const frame = typeof textOrMessage === "string" ? { text: textOrMessage } : { message: textOrMessage };
+    if (clientData !== undefined) frame.clientData = clientData;
+    return this.command("send", frame);
+  }
+  cancel(runId) { return this.command("cancel", runId ? { runId } : {}); }
+  regenerate(messageId) { return this.command("regenerate", messageId ? { messageId } : {}); }
+  rename(title) { return this.command("rename", { title }); }
+  submitAction(actionId, value) { return this.command("submit-action", { actionId, value }); }
+
+  /** The active run (queued or running), if any. */
+  get activeRun() { return this.state.runs.findLast((r) => STREAMING.has(r.status)) ?? null; }
+
+  command(type, fields) {
+    const requestId = `r${this.nextRequest++}`;
+    return new Promise((resolve, reject) => {
+      if (!this.socket || this.socket.readyState !== 1) {
+        reject(Object.assign(new Error("not connected"), { code: "not_connected" }));
+        return;
+      }
+      this.pending.set(requestId, { resolve, reject });
+      this.socket.send(JSON.stringify({ type, requestId, ...fields }));
+    });
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.socket?.close(1000);
+    this.update({ status: "closed" });
+  }
+
+  // -- connection ---------------------------------------------------------------------
+
+  open() {
+    const since = this.state.seq;
+    const url = since == null ? this.url : `${this.url}${this.url.includes("?") ? "&" : "?"}since=${since}`;
+    const socket = new this.WebSocket(url);
+    this.socket = socket;
+    socket.onmessage = (event) => this.receive(JSON.parse(event.data));
+    socket.onclose = (event) => {
+      if (socket !== this.socket) return;
+      for (const { reject } of this.pending.values()) reject(Object.assign(new Error("disconnected"), { code: "disconnected" }));
+      this.pending.clear();
+      if (this.closed || event.code === 4404 || event.code === 4401) {
+        this.update({ status: event.code === 4404 ? "not-found" : "closed" });
+        return;
+      }
+      // Exponential backoff with jitter, resuming from the last sequence number.
+      const delay = Math.min(10000, 500 * 2 ** this.attempt++) * (0.75 + Math.random() / 2);
+      this.update({ status: "reconnecting" });
+      this.timer = setTimeout(() => this.open(), delay);
+    };
+  }
+
+  update(changes) {
+    this.state = { ...this.state, ...changes };
+    this.onState(this.state);
+  }
+
+  receive(frame) {
+    const s = { ...this.state, messages: [...this.state.messages], runs: [...this.state.runs] };
+    const requestId = frame.requestId;
+    switch (frame.type) {
+      case "snapshot":
+        Object.assign(s, frame.state, { seq: frame.seq, messages: structuredClone(frame.state.messages) });
+        this.reducers.clear();
+        break;
+      case "resumed":
+        break;
+      case "synced":
+        s.seq = frame.seq;
+        s.status = "open";
+        s.error = null;
+        this.attempt = 0;
+        queueMicrotask(() => this.markReady(this));
+        break;
+      case "ack":
+      case "error":
+        if (requestId != null && this.pending.has(requestId)) {
+          const { resolve, reject } = this.pending.get(requestId);
+          this.pending.delete(requestId);
+          if (frame.type === "ack") resolve(frame);
+          else reject(Object.assign(new Error(frame.message), { code: frame.code }));
+          if (frame.type === "ack" && frame.run) this.upsertRun(s, frame.run);
+        } else if (frame.type === "error") {
+          s.error = { code: frame.code, message: frame.message };
+        }
+        break;
+      case "pong":
+        break;
+      default:
+        this.applyEvent(s, frame);
+    }
+    if (typeof frame.seq === "number" && !frame.replay && frame.type !== "snapshot") s.seq = frame.seq;
+    this.state = s;
+    this.onEvent(frame);
+    this.onState(s);
+  }
+
+  upsertRun(s, run) {
+    const index = s.runs.findIndex((r) => r.id === run.id);
+    if (index >= 0) s.runs[index] = { ...s.runs[index], ...run };
+    else s.runs.push(run);
+  }
+
+  applyEvent(s, event) {
+    switch (event.type) {
+      case "generation.started": {
+        // A new generation of the same run replaces an unfinished one (a crashed attempt);
+        // a replay resets its own message to an empty shell (MF-028).
+        s.messages = s.messages.filter((m) => m.id === event.messageId || !this.reducers.has(m.id)
+          || m.metadata?.pai?.runId !== event.runId);
+        const shell = {
+          id: event.messageId, role: "assistant",
+          metadata: { pai: { status: "open", runId: event.runId, relation: "output", producer: "model" } },
+          parts: [],
+        };
+        this.reducers.set(event.messageId, new MessageReducer({ id: event.messageId, role: "assistant", parts: [] }));
+        upsert(s.messages, shell);
+        break;
+      }
+      case "generation.message.chunk": {
+        const reducer = this.reducers.get(event.messageId);
+        if (!reducer) break; // a generation this client never saw start: the next snapshot has it
+        reducer.apply(event.chunk);
+        const index = s.messages.findIndex((m) => m.id === event.messageId);
+        if (index >= 0) s.messages[index] = { ...s.messages[index], parts: structuredClone(reducer.message.parts) };
+        break;
+      }
+      case "generation.finished":
+        this.reducers.delete(event.messageId);
+        upsert(s.messages, event.message);
+        break;
+      case "message.committed":
+        upsert(s.messages, event.message);
+        break;
+      case "run.status":
+        this.upsertRun(s, event.run ?? { id: event.runId, status: event.status });
+        if (!STREAMING.has(event.status)) {
+          for (const m of s.messages) if (m.metadata?.pai?.runId === event.runId) this.reducers.delete(m.id);
+        }
+        break;
+      case "thread.updated":
+        s.thread = event.thread;
+        break;
+      case "queue.changed":
+        s.queue = event.queue;
+        break;
+      case "actions.changed":
+        s.pendingActions = event.pendingActions;
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/** Connect to a thread; see the module comment for the returned object's API. */
+export function connectThread(options) {
+  return new ThreadConnection(options);
+}

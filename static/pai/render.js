@@ -1,0 +1,136 @@
+// Rendering PaiMessages into DOM nodes: every part type, with HTML escaped before the
+// light markdown is applied (so model output can never inject markup).
+
+export function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+function inline(text) {
+  return text
+    .replace(/`([^`]+)`/g, "<code>$1</code>")
+    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
+    .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>")
+    .replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>');
+}
+
+/** Light markdown: fenced code, headings, lists, paragraphs, inline code/bold/italic/links. */
+export function markdown(source) {
+  const blocks = escapeHtml(source).split(/```/);
+  let html = "";
+  blocks.forEach((block, index) => {
+    if (index % 2 === 1) {
+      html += `<pre><code>${block.replace(/^[\w-]*\n/, "")}</code></pre>`;
+      return;
+    }
+    for (const para of block.split(/\n{2,}/)) {
+      const lines = para.split("\n").filter((l) => l.trim());
+      if (!lines.length) continue;
+      if (lines.every((l) => /^\s*([-*]|\d+\.)\s+/.test(l))) {
+        const tag = /^\s*\d+\./.test(lines[0]) ? "ol" : "ul";
+        html += `<${tag}>${lines.map((l) => `<li>${inline(l.replace(/^\s*([-*]|\d+\.)\s+/, ""))}</li>`).join("")}</${tag}>`;
+      } else if (/^#{1,3}\s/.test(lines[0]) && lines.length === 1) {
+        html += `<h4>${inline(lines[0].replace(/^#+\s/, ""))}</h4>`;
+      } else {
+        html += `<p>${lines.map(inline).join("<br>")}</p>`;
+      }
+    }
+  });
+  return html;
+}
+
+function el(tag, className, html) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (html !== undefined) node.innerHTML = html;
+  return node;
+}
+
+const json = (value) => escapeHtml(JSON.stringify(value, null, 2));
+
+const STATE_LABELS = {
+  "input-streaming": "preparing", "input-available": "running", "approval-requested": "needs approval",
+  "approval-responded": "answered", "output-available": "done", "output-error": "error", "output-denied": "denied",
+};
+
+function toolPart(part, { pendingAction, onAction, runActive }) {
+  const name = part.type === "dynamic-tool" ? part.toolName : part.type.slice(5);
+  const state = part.state;
+  const waiting = state === "input-available" && !runActive ? "waiting" : null;
+  const card = el("div", `tool state-${state}`);
+  card.dataset.toolCallId = part.toolCallId;
+  card.innerHTML = `<div class="tool-head"><span class="tool-icon">⚙</span><strong>${escapeHtml(name)}</strong>`
+    + `<span class="badge tool-state">${escapeHtml(waiting ?? STATE_LABELS[state] ?? state)}</span></div>`;
+  if (part.input !== undefined) card.append(el("pre", "tool-input", json(part.input)));
+  if (state === "output-available") card.append(el("pre", "tool-output", json(part.output)));
+  if (state === "output-error") card.append(el("div", "tool-error", escapeHtml(part.errorText ?? "error")));
+  if (state === "output-denied") card.append(el("div", "tool-error", escapeHtml(part.approval?.reason ?? "Denied.")));
+  if (pendingAction) {
+    const actions = el("div", "tool-actions");
+    const approve = el("button", "primary approve", "Approve");
+    const deny = el("button", "deny", "Deny");
+    approve.type = deny.type = "button";
+    approve.onclick = () => onAction(pendingAction, { approved: true });
+    deny.onclick = () => onAction(pendingAction, { approved: false });
+    actions.append(approve, deny);
+    card.append(actions);
+  }
+  return card;
+}
+
+function dataPart(part) {
+  const name = part.type.slice(5);
+  const data = part.data;
+  if (name === "progress" && data && typeof data === "object") {
+    const value = Number(data.value ?? data.percent ?? 0);
+    const max = Number(data.max ?? 100);
+    const node = el("div", "data-progress", `<span>${escapeHtml(data.label ?? "Progress")}</span>`);
+    const bar = document.createElement("progress");
+    bar.max = max;
+    bar.value = value;
+    node.append(bar);
+    return node;
+  }
+  return el("details", "data-part", `<summary>${escapeHtml(name)}</summary><pre>${json(data)}</pre>`);
+}
+
+function filePart(part) {
+  const url = /^(https?:|data:)/.test(part.url) ? part.url : "#";
+  if (String(part.mediaType).startsWith("image/")) {
+    const img = document.createElement("img");
+    img.src = url;
+    img.alt = part.filename ?? "image";
+    img.className = "file-image";
+    return img;
+  }
+  const link = el("a", "file-link", `📎 ${escapeHtml(part.filename ?? part.mediaType)}`);
+  link.href = url;
+  link.target = "_blank";
+  link.rel = "noopener noreferrer";
+  return link;
+}
+
+/** One part as a node, or null for parts with nothing to show (step-start, metadata-only). */
+export function renderPart(part, context) {
+  const type = part.type;
+  if (type === "text") return el("div", `text${part.state === "streaming" ? " streaming" : ""}`, markdown(part.text));
+  if (type === "reasoning") {
+    const node = el("details", "reasoning");
+    node.open = part.state === "streaming";
+    node.innerHTML = `<summary>${part.state === "streaming" ? "Thinking…" : "Reasoning"}</summary><div>${markdown(part.text)}</div>`;
+    return node;
+  }
+  if (type === "dynamic-tool" || type.startsWith("tool-")) return toolPart(part, context(part));
+  if (type === "source-url") {
+    const url = /^https?:/.test(part.url) ? part.url : "#";
+    const node = el("a", "source", `🔗 ${escapeHtml(part.title ?? part.url)}`);
+    node.href = url;
+    node.target = "_blank";
+    node.rel = "noopener noreferrer";
+    return node;
+  }
+  if (type === "source-document") return el("span", "source", `📄 ${escapeHtml(part.title)}`);
+  if (type === "file" || type === "reasoning-file") return filePart(part);
+  if (type === "attachment") return el("span", "file-link", `📎 ${escapeHtml(part.filename ?? part.mediaType)}`);
+  if (type.startsWith("data-")) return dataPart(part);
+  return null;
+}

@@ -1,0 +1,129 @@
+"""The demo chat page in headless Chromium: streaming, reload, a second tab, cancel, approve."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from pai_threads import services
+from tests.support.agents import slow_answer
+from tests.support.server import DaphneServer
+
+pytestmark = [pytest.mark.slow]
+
+TIMEOUT = 20_000
+
+
+def open_chat(browser: Any, server: DaphneServer) -> tuple[Any, Any]:
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.errors = errors
+    page.goto(server.url + "/")
+    page.wait_for_selector("#agent option[value=slow]", state="attached")
+    return context, page
+
+
+def send(page: Any, text: str) -> None:
+    page.fill("#input", text)
+    page.press("#input", "Enter")
+
+
+def last_answer(page: Any) -> Any:
+    return page.locator("article.message.assistant").last.locator(".text")
+
+
+def thread_id_of(page: Any) -> str:
+    page.wait_for_url(re.compile(r"\?thread="))
+    return str(page.url.split("thread=")[1])
+
+
+def test_send_stream_reload_and_second_tab(browser: Any, server: DaphneServer, shot: Any) -> None:
+    context, page = open_chat(browser, server)
+    page.select_option("#agent", "slow")
+    send(page, "hello there")
+    thread_id = thread_id_of(page)
+
+    # The answer streams: it is visible (and marked streaming) before it is complete.
+    page.wait_for_selector("article.message.assistant .text.streaming")
+    partial = last_answer(page).inner_text()
+    assert 0 < len(partial) < len(slow_answer("hello there"))
+    shot(page, "01-streaming")
+    page.wait_for_selector("#run-status[data-status=completed]")
+    assert last_answer(page).inner_text().strip() == slow_answer("hello there")
+    assert page.locator("#title").inner_text() == "hello there"  # titled from the first message
+    assert page.locator(f"#threads a[data-thread-id={thread_id}]").inner_text() == "hello there"
+    shot(page, "02-answered")
+
+    # A second tab on the same thread sees the next answer live.
+    other = context.new_page()
+    other.set_default_timeout(TIMEOUT)
+    other.errors = []
+    other.on("pageerror", lambda exc: other.errors.append(str(exc)))
+    other.goto(f"{server.url}/?thread={thread_id}")
+    other.wait_for_selector("#connection[data-status=open]")
+    send(page, "tell me something long")
+    other.wait_for_selector("article.message.assistant .text.streaming")
+    shot(other, "03-second-tab-live")
+
+    # Reload the first tab mid-generation: the open message is rebuilt, then completes.
+    page.wait_for_function(
+        "document.querySelectorAll('article.message.assistant').length === 2 && "
+        "document.querySelectorAll('article.message.assistant')[1].innerText.length > 60"
+    )
+    page.reload()
+    page.wait_for_selector("#connection[data-status=open]")
+    shot(page, "04-after-reload")
+    expected = slow_answer("tell me something long")
+    for tab in (page, other):
+        tab.wait_for_selector("#run-status[data-status=completed]")
+        assert last_answer(tab).inner_text().strip() == expected
+        assert tab.locator("article.message.assistant").count() == 2, "no duplicate answer"
+        assert tab.locator("article.message.user").count() == 2
+    shot(page, "05-final")
+    assert page.errors == [] and other.errors == []
+    context.close()
+
+
+def test_tool_parts_render_by_state(browser: Any, server: DaphneServer, shot: Any) -> None:
+    context, page = open_chat(browser, server)
+    page.select_option("#agent", "toolbox")
+    send(page, "use your tools")
+    page.wait_for_selector("#run-status[data-status=completed]")
+    tools = page.locator(".tool")
+    assert tools.count() == 4
+    assert page.locator(".tool.state-output-available").count() == 1
+    assert page.locator(".tool.state-output-error").count() == 3
+    assert page.locator("details.reasoning").count() == 1
+    shot(page, "06-tools")
+    context.close()
+
+
+@pytest.mark.skipif(not hasattr(services, "cancel_run"), reason="cancel lands with issue 4")
+def test_cancel_a_long_run(browser: Any, server: DaphneServer, shot: Any) -> None:
+    context, page = open_chat(browser, server)
+    page.select_option("#agent", "slow")
+    send(page, "a long one to cancel")
+    page.wait_for_selector("article.message.assistant .text.streaming")
+    page.click("#cancel")
+    page.wait_for_selector("#run-status[data-status=cancelled]")
+    shot(page, "07-cancelled")
+    context.close()
+
+
+@pytest.mark.skipif(
+    not hasattr(services, "submit_action"), reason="tool approvals land with issue 4"
+)
+def test_approve_a_pending_tool_call(browser: Any, server: DaphneServer, shot: Any) -> None:
+    context, page = open_chat(browser, server)
+    page.select_option("#agent", "toolbox")
+    send(page, "needs approval")
+    page.wait_for_selector(".tool .approve")
+    shot(page, "08-approval")
+    page.click(".tool .approve")
+    page.wait_for_selector("#run-status[data-status=completed]")
+    context.close()

@@ -1,0 +1,181 @@
+"""The AI SDK UI-message SSE endpoint against a real daphne server, with a real HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from pai_agents.messages.chunks import validate_chunk
+from pai_agents.messages.reducer import reduce_chunks
+from tests.support.realtime import start_server
+from tests.support.server import Browser, DaphneServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def server(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    django_db_setup: None,
+    django_db_blocker: Any,
+) -> Iterator[DaphneServer]:
+    yield from start_server(request, tmp_path_factory, django_db_blocker, "ai-sdk")
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:12]}",
+        "role": "user",
+        "parts": [{"type": "text", "text": text}],
+    }
+
+
+async def read_sse(response: httpx.Response, limit: int | None = None) -> tuple[list[Any], bool]:
+    """Chunks of an SSE body and whether ``[DONE]`` ended it (stops early at ``limit``)."""
+    chunks: list[Any] = []
+    async for line in response.aiter_lines():
+        if not line.startswith("data: "):
+            continue
+        data = line[len("data: ") :]
+        if data == "[DONE]":
+            return chunks, True
+        chunks.append(json.loads(data))
+        if limit is not None and len(chunks) >= limit:
+            return chunks, False
+    return chunks, False
+
+
+def per_message(chunks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    groups: list[list[dict[str, Any]]] = []
+    for chunk in chunks:
+        if chunk["type"] == "start":
+            groups.append([])
+        groups[-1].append(chunk)
+    return groups
+
+
+async def chat(alice: Browser, body: dict[str, Any]) -> httpx.Response:
+    request = alice.http.build_request(
+        "POST", "/api/pai/ai-sdk/chat", json=body, headers={"X-CSRFToken": alice.csrf}
+    )
+    return await alice.http.send(request, stream=True)
+
+
+async def test_post_streams_the_run_as_ui_message_chunks(server: DaphneServer) -> None:
+    """useChat's DefaultChatTransport body in, the run's chunks out: each validates against
+    the SDK schema, each message is framed start..finish, and folding gives the stored ones."""
+    async with Browser(server) as alice:
+        thread_id = await alice.create_thread("toolbox")
+        body = {
+            "id": thread_id,
+            "messages": [user_message("use tools")],
+            "trigger": "submit-message",
+        }
+        response = await chat(alice, body)
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        chunks, done = await read_sse(response)
+        await response.aclose()
+        stored = await alice.messages(thread_id)
+
+    assert done
+    for chunk in chunks:
+        validate_chunk(chunk)
+    groups = per_message(chunks)
+    assistant = [m for m in stored if m["role"] == "assistant"]
+    assert len(groups) == len(assistant) == 2
+    for group, message in zip(groups, assistant, strict=True):
+        assert group[0] == {"type": "start", "messageId": message["id"]}
+        assert group[-1]["type"] == "finish"
+        assert reduce_chunks(group)["parts"] == message["parts"]
+    assert stored[0]["id"] == body["messages"][0]["id"], "the client's message id is kept"
+
+
+async def test_resend_of_the_same_message_is_idempotent(server: DaphneServer) -> None:
+    async with Browser(server) as alice:
+        thread_id = await alice.create_thread("slow")
+        body = {"id": thread_id, "messages": [user_message("once")], "trigger": "submit-message"}
+        first = await chat(alice, body)
+        await read_sse(first)
+        await first.aclose()
+        again = await chat(alice, body)
+        chunks, done = await read_sse(again)
+        await again.aclose()
+        stored = await alice.messages(thread_id)
+    assert done and chunks == []
+    assert [m["role"] for m in stored] == ["user", "assistant"]
+
+
+async def test_resume_mid_stream_and_204_when_idle(server: DaphneServer) -> None:
+    """GET .../stream replays the active generation from its first chunk then follows it
+    live; with nothing streaming it answers 204."""
+    async with Browser(server) as alice:
+        thread_id = await alice.create_thread("slow")
+        idle = await alice.http.get(f"/api/pai/ai-sdk/chat/{thread_id}/stream")
+        assert idle.status_code == 204
+
+        body = {
+            "id": thread_id,
+            "messages": [user_message("a long one")],
+            "trigger": "submit-message",
+        }
+        response = await chat(alice, body)
+        early, _ = await read_sse(response, limit=12)
+        await response.aclose()  # the browser reloads mid-generation
+
+        await asyncio.sleep(0.2)
+        request = alice.http.build_request("GET", f"/api/pai/ai-sdk/chat/{thread_id}/stream")
+        resumed = await alice.http.send(request, stream=True)
+        assert resumed.status_code == 200
+        chunks, done = await read_sse(resumed)
+        await resumed.aclose()
+        stored = await alice.messages(thread_id)
+        after = await alice.http.get(f"/api/pai/ai-sdk/chat/{thread_id}/stream")
+
+    assert done
+    assert chunks[: len(early)] == early, "the resume replays from the first chunk"
+    assert len(chunks) > len(early)
+    assert reduce_chunks(chunks)["parts"] == stored[-1]["parts"]
+    assert after.status_code == 204
+
+
+async def test_foreign_or_missing_thread_is_404(server: DaphneServer) -> None:
+    async with Browser(server) as alice, Browser(server) as bob:
+        thread_id = await alice.create_thread("slow")
+        await bob.create_thread("slow")
+        answers = []
+        for target in (thread_id, "thr_missing"):
+            body = {"id": target, "messages": [user_message("hi")], "trigger": "submit-message"}
+            post = await chat(bob, body)
+            await post.aread()
+            get = await bob.http.get(f"/api/pai/ai-sdk/chat/{target}/stream")
+            answers.append((post.status_code, post.json(), get.status_code, get.json()))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 404 and answers[0][2] == 404
+
+
+async def test_bad_bodies_and_csrf(server: DaphneServer) -> None:
+    async with Browser(server) as alice:
+        thread_id = await alice.create_thread("slow")
+        no_csrf = await alice.http.post(
+            "/api/pai/ai-sdk/chat", json={"id": thread_id, "messages": [user_message("x")]}
+        )
+        assert no_csrf.status_code == 403
+        for body in (
+            {"id": thread_id},
+            {"messages": []},
+            [1],
+            {"id": thread_id, "messages": [{"role": "system", "parts": []}]},
+        ):
+            response = await chat(alice, body)  # type: ignore[arg-type]
+            await response.aread()
+            assert response.status_code == 422, body
+            assert response.json()["error"]["code"] == "invalid_input"
