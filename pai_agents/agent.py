@@ -7,13 +7,19 @@ registers definitions by dotted path (``PAI["AGENTS"]``) and runs them through t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ValidationError
 
 from pai_agents._callables import call_user
+from pai_agents.lifecycle.compose import ComposedLifecycle, compose_lifecycle
+from pai_agents.lifecycle.metadata import (
+    AgentMetadataSchemas,
+    MetadataSchemaError,
+    MetadataSchemas,
+)
 from pai_agents.models.base import LanguageModel, ModelSelection
 from pai_agents.tools import Tool
 
@@ -22,6 +28,8 @@ __all__ = [
     "AgentDefinition",
     "AgentDefinitionError",
     "InvalidAgentInput",
+    "ToolConfig",
+    "ToolOutputInput",
     "define_agent",
 ]
 
@@ -47,6 +55,35 @@ class AgentBehaviorInput:
     run_id: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class ToolConfig:
+    """A tool registered with per-agent options (AD-055..AD-069).
+
+    ``enabled``: a bool or ``(AgentBehaviorInput) -> bool`` (sync or async), evaluated
+    before every model step and when its pending action resumes; a disabled tool is not
+    advertised and cannot execute (the manifest still lists it). ``map_context``:
+    ``(AgentBehaviorInput) -> value`` given to the tool as ``ctx.context``. ``on_output``:
+    called with a :class:`ToolOutputInput` for each settled successful output, after
+    after_tool_result and before the model sees it; its return value is ignored and an
+    exception fails the run.
+    """
+
+    tool: Tool
+    enabled: bool | Callable[[AgentBehaviorInput], Any] = True
+    map_context: Callable[[AgentBehaviorInput], Any] | None = None
+    on_output: Callable[[ToolOutputInput], Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOutputInput(AgentBehaviorInput):
+    """What ``on_output`` receives: the behaviour input plus the typed input and output."""
+
+    input: Any
+    output: Any
+    tool_name: str
+    tool_call_id: str
+
+
 SendPolicy: TypeAlias = Literal["queue", "reject", "interrupt", "steer"]
 Instructions: TypeAlias = "str | Callable[[AgentBehaviorInput], Any]"
 ModelSource: TypeAlias = "LanguageModel | ModelSelection | Callable[[AgentBehaviorInput], Any]"
@@ -70,7 +107,33 @@ class AgentDefinition:
     # What a send does while a run is active: queue it (default), reject it (409), interrupt
     # the active run, or steer it (join its next model step). Overridable per send.
     send_policy: SendPolicy = "queue"
+    # Lifecycle hooks (docs/lifecycle-integration.md), composed once at definition time;
+    # None keeps the engine on its hook-free path.
+    lifecycle: ComposedLifecycle | None = None
+    # Per-registration options (``enabled``, ``map_context``, ``on_output``), by tool name.
+    tool_configs: Mapping[str, ToolConfig] = field(default_factory=dict)
+    # Called with a RuntimeErrorReport when a run fails on an exception (hooks included);
+    # clients only ever see the failed status.
+    on_runtime_error: Callable[..., Any] | None = None
+    # ``data-<name>`` payload schemas the lifecycle ``ui_data`` writer accepts.
+    ui_data_schemas: Mapping[str, Any] = field(default_factory=dict)
+    # Typed ``{private, public}`` metadata schema pairs (AD-027..AD-033); None: strict JSON.
+    run_metadata: MetadataSchemas | None = None
+    thread_metadata: MetadataSchemas | None = None
+    message_metadata: MetadataSchemas | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def metadata_schemas(self) -> AgentMetadataSchemas:
+        """The three schema pairs, as the stores and facades take them."""
+        return AgentMetadataSchemas(
+            run=self.run_metadata, thread=self.thread_metadata, message=self.message_metadata
+        )
+
+    @property
+    def hooked(self) -> bool:
+        """Whether runs take the lifecycle loop (hooks or configured tools)."""
+        return self.lifecycle is not None or bool(self.tool_configs)
 
     def manifest(self) -> dict[str, Any]:
         """A JSON-serializable description: name, version and the tools the model may see."""
@@ -131,12 +194,19 @@ def define_agent(
     model: ModelSource,
     version: str | None = None,
     description: str = "",
-    tools: Iterable[Tool] | Mapping[str, Tool] = (),
+    tools: Iterable[Tool | ToolConfig] | Mapping[str, Tool | ToolConfig] = (),
     max_steps: int = 10,
     runtime_context: RuntimeContextBuilder | None = None,
     identity: type[BaseModel] | None = None,
     client_data: type[BaseModel] | None = None,
     send_policy: SendPolicy = "queue",
+    lifecycle: Any = None,
+    on_runtime_error: Callable[..., Any] | None = None,
+    ui_data_schemas: Mapping[str, Any] | None = None,
+    stop_when: Sequence[Callable[..., Any]] = (),
+    run_metadata: MetadataSchemas | None = None,
+    thread_metadata: MetadataSchemas | None = None,
+    message_metadata: MetadataSchemas | None = None,
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -144,6 +214,17 @@ def define_agent(
     :class:`LanguageModel`, a :class:`ModelSelection`, or a resolver (sync or async) that
     returns either, called once per run. ``identity`` and ``client_data`` are pydantic
     models validating the trusted caller and the untrusted client data.
+
+    ``lifecycle`` is an :class:`~pai_agents.lifecycle.AgentLifecycle`, a mapping of hook
+    callables, or a sequence of either (composed left to right with
+    :func:`~pai_agents.lifecycle.compose_lifecycle`). ``on_runtime_error`` receives a
+    :class:`~pai_agents.engine.hooks.RuntimeErrorReport` for every run that fails on an
+    exception; ``ui_data_schemas`` registers the ``data-*`` parts hooks may write.
+    ``stop_when`` conditions (``has_tool_call``, ``step_count_is`` or any callable taking the
+    after_step input) end the run after a step as soon as one holds; ``max_steps`` applies too.
+    ``run_metadata``, ``thread_metadata`` and ``message_metadata`` are
+    :class:`~pai_agents.lifecycle.MetadataSchemas` pairs (pydantic models), checked here:
+    each must accept ``{}`` and be canonical strict JSON (AD-027..AD-030).
     """
     if not _NAME.match(name):
         raise AgentDefinitionError(f"agent name {name!r} must match {_NAME.pattern}")
@@ -152,8 +233,17 @@ def define_agent(
     if max_steps < 1:
         raise AgentDefinitionError(f"agent {name!r}: max_steps must be at least 1")
     tool_map: dict[str, Tool] = {}
-    items = tools.items() if isinstance(tools, Mapping) else ((t.name, t) for t in tools)
-    for key, item in items:
+    configs: dict[str, ToolConfig] = {}
+    items = (
+        tools.items()
+        if isinstance(tools, Mapping)
+        else ((t.tool.name if isinstance(t, ToolConfig) else t.name, t) for t in tools)
+    )
+    for key, entry in items:
+        item: Any = entry
+        if isinstance(entry, ToolConfig):
+            item = entry.tool
+            configs[key] = entry
         if not isinstance(item, Tool):
             raise AgentDefinitionError(f"agent {name!r}: {key!r} is not a Tool (use tool())")
         if key != item.name:
@@ -167,6 +257,38 @@ def define_agent(
         raise AgentDefinitionError(
             f"agent {name!r}: model must be a LanguageModel, ModelSelection or resolver"
         )
+    composed: ComposedLifecycle | None = None
+    if isinstance(lifecycle, ComposedLifecycle) and not stop_when:
+        composed = lifecycle  # kept as given (its name and trace)
+    elif lifecycle is not None or stop_when:
+        parts = list(lifecycle) if isinstance(lifecycle, list | tuple) else [lifecycle]
+        if stop_when:
+            from pai_agents.lifecycle.stop import stop_when as stop_part
+
+            parts.append(stop_part(*stop_when))
+        try:
+            composed = compose_lifecycle(*parts)
+        except TypeError as exc:
+            raise AgentDefinitionError(f"agent {name!r}: {exc}") from exc
+    if composed is not None and not composed.parts:
+        composed = None
+    if on_runtime_error is not None and not callable(on_runtime_error):
+        raise AgentDefinitionError(f"agent {name!r}: on_runtime_error must be callable")
+    for what, pair in (
+        ("run_metadata", run_metadata),
+        ("thread_metadata", thread_metadata),
+        ("message_metadata", message_metadata),
+    ):
+        if pair is None:
+            continue
+        if not isinstance(pair, MetadataSchemas):
+            raise AgentDefinitionError(
+                f"agent {name!r}: {what} must be MetadataSchemas(private=..., public=...)"
+            )
+        try:
+            pair.initial()  # AD-028..AD-030, re-checked on the very object registered
+        except MetadataSchemaError as exc:
+            raise AgentDefinitionError(f"agent {name!r}: {what}: {exc}") from exc
     return AgentDefinition(
         name=name,
         version=version,
@@ -179,4 +301,11 @@ def define_agent(
         identity_schema=identity,
         client_data_schema=client_data,
         send_policy=send_policy,
+        tool_configs=configs,
+        lifecycle=composed,
+        on_runtime_error=on_runtime_error,
+        ui_data_schemas=dict(ui_data_schemas or {}),
+        run_metadata=run_metadata,
+        thread_metadata=thread_metadata,
+        message_metadata=message_metadata,
     )

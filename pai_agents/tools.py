@@ -44,6 +44,12 @@ class ToolContext:
     signal: AbortSignal
     messages: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def context(self) -> Any:
+        """The tool's context: its registration's ``map_context`` value, else the agent's
+        runtime context (AD-059)."""
+        return self.runtime_context
+
 
 Execute = Callable[..., Any]
 

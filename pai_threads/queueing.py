@@ -7,11 +7,13 @@ one fact: there is never a moment with queued input and no run to drain it.
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from pai_threads.models import Message, QueueItem, Run, Thread
+from pai_threads.rewrites import run_metadata_defaults
 
-__all__ = ["admit_next", "dispatch_after_commit"]
+__all__ = ["admit_next", "dispatch_after_commit", "lock_thread"]
 
 
 def dispatch_after_commit(run_id: str) -> None:
@@ -23,21 +25,43 @@ def dispatch_after_commit(run_id: str) -> None:
     transaction.on_commit(dispatch)
 
 
+def lock_thread(thread_id: str) -> None:
+    """Lock the thread row until commit: what serializes sends with the end of a run.
+
+    Every transaction that decides "a run is active, queue the input" (a send) or "the run
+    ends, admit the next input" (the end of a run, a cancel) takes this lock first, before the
+    run row: otherwise a send could queue its input after the ending transaction looked for
+    queued input and before it committed, leaving that input with no run to admit it. One
+    order everywhere (thread, then run) keeps the two from deadlocking.
+    """
+    Thread.objects.select_for_update().filter(pk=thread_id).values_list("pk").first()
+
+
 def admit_next(thread_id: str) -> Run | None:
-    """Move the oldest queued item into the transcript, unchanged, and start its run."""
+    """Move the next queued item into the transcript, unchanged, and start its run.
+
+    Interrupting input goes first (it cancelled the run to run next), then the oldest. The
+    caller holds the thread lock (:func:`lock_thread`).
+    """
     item = (
         QueueItem.objects.filter(thread_id=thread_id, status=QueueItem.Status.QUEUED)
-        .order_by("created_at", "id")
+        .order_by(
+            Case(When(policy=QueueItem.Policy.INTERRUPT, then=Value(0)), default=Value(1)),
+            "created_at",
+            "id",
+        )
         .first()
     )
     if item is None:
         return None
+    agent_name = Thread.objects.values_list("agent_name", flat=True).get(id=thread_id)
     run = Run.objects.create(
         thread_id=thread_id,
         scope_key=item.scope_key,
-        agent_name=Thread.objects.values_list("agent_name", flat=True).get(id=thread_id),
+        agent_name=agent_name,
         identity=item.identity,
         client_data=item.client_data,
+        **run_metadata_defaults(agent_name),
     )
     message = item.message
     Message.objects.create(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -26,7 +26,13 @@ from pai_threads.errors import ActionConflict, InvalidInput, NotFound, ThreadBus
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.pagination import InvalidPageToken, decode_token, encode_token
-from pai_threads.queueing import admit_next, dispatch_after_commit
+from pai_threads.queueing import admit_next, dispatch_after_commit, lock_thread
+from pai_threads.rewrites import (
+    apply_regenerate_rewrite,
+    run_metadata_defaults,
+    thread_metadata_defaults,
+    update_visibility,
+)
 
 __all__ = [
     "Page",
@@ -44,6 +50,7 @@ __all__ = [
     "send",
     "submit_action",
     "trigger",
+    "update_visibility",
 ]
 
 USER_PART_TYPES = frozenset({"text", "file"})
@@ -73,7 +80,10 @@ def create_thread(identity: Identity, *, agent: str | None = None, title: str = 
     except registry.AgentNotFound:
         raise InvalidInput(f"unknown agent {agent_name!r}") from None
     return Thread.objects.create(
-        scope_key=identity.scope_key, agent_name=agent_name, title=title[:200]
+        scope_key=identity.scope_key,
+        agent_name=agent_name,
+        title=title[:200],
+        **thread_metadata_defaults(agent_name),
     )
 
 
@@ -243,6 +253,7 @@ def send(
                 agent_name=thread.agent_name,
                 identity=trusted_identity,
                 client_data=data,
+                **run_metadata_defaults(agent),
             )
             row = Message.objects.create(
                 message_id=message_id,
@@ -286,7 +297,9 @@ def _enqueue(
         client_data=client_data,
     )
     if policy == "interrupt":
-        _cancel_locked(active)
+        # Lock the run (after the thread: the one lock order) and act on its current status:
+        # a worker may have claimed it since it was read.
+        _cancel_locked(Run.objects.select_for_update().get(pk=active.pk))
     return SendResult(message=None, run=active, queue_item=item, created=True)
 
 
@@ -309,11 +322,17 @@ def cancel_run(identity: Identity, run_id: str) -> Run:
     Cancelling a waiting run cancels its pending actions and settles their tool calls; the
     thread's next queued input is admitted when the run ends.
     """
+    thread_id = (
+        Run.objects.filter(id=run_id, scope_key=identity.scope_key)
+        .values_list("thread_id", flat=True)
+        .first()
+    )
+    if thread_id is None:
+        raise NotFound("run not found")
     with transaction.atomic():
-        try:
-            run = Run.objects.select_for_update().get(id=run_id, scope_key=identity.scope_key)
-        except Run.DoesNotExist:
-            raise NotFound("run not found") from None
+        # The thread first, then the run: the lock order of sends and of a run's end.
+        lock_thread(thread_id)
+        run = Run.objects.select_for_update().get(id=run_id)
         _cancel_locked(run)
     run.refresh_from_db()
     return run
@@ -361,13 +380,17 @@ def submit_action(
     The action is bound to its run, tool call and input: the answer applies to exactly that
     call. When the run has no other pending action it resumes (dispatched after commit).
     """
+    run_id = (
+        PendingAction.objects.filter(id=action_id, scope_key=identity.scope_key)
+        .values_list("run_id", flat=True)
+        .first()
+    )
+    if run_id is None:
+        raise NotFound("pending action not found")
     with transaction.atomic():
-        try:
-            action = PendingAction.objects.select_for_update().get(
-                id=action_id, scope_key=identity.scope_key
-            )
-        except PendingAction.DoesNotExist:
-            raise NotFound("pending action not found") from None
+        # The run before the action: the order cancel_run takes them in (no deadlock).
+        Run.objects.select_for_update().filter(pk=run_id).values_list("pk").first()
+        action = PendingAction.objects.select_for_update().get(id=action_id)
         if action.status != PendingAction.Status.PENDING:
             raise ActionConflict("this action was already answered or cancelled")
         chunk = _answer_chunk(action, response)
@@ -432,7 +455,11 @@ def list_actions(
 
 def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> Run:
     """Answer the latest user message again: its previous answer leaves transcript and
-    context (a history rewrite), and a run with initiator ``regenerate`` starts."""
+    context (a history rewrite), and a run with initiator ``regenerate`` starts.
+
+    The agent's ``prepare_history_rewrite`` runs inside this transaction and its thread
+    metadata patches commit with the rewrite; ``history_rewritten`` runs after commit
+    (:mod:`pai_threads.rewrites`, LC-057..LC-066)."""
     thread = get_thread(identity, thread_id)
     agent = registry.get_agent(thread.agent_name)
     with transaction.atomic():
@@ -446,8 +473,6 @@ def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> 
         )
         if target is None:
             raise InvalidInput("there is no user message to regenerate an answer for")
-        removed = Message.objects.filter(thread=thread, id__gt=target.id, in_transcript=True)
-        removed.update(in_transcript=False, in_context=False, updated_at=timezone.now())
         previous = target.run
         run = Run.objects.create(
             thread=thread,
@@ -457,8 +482,18 @@ def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> 
             input_message_id=target.message_id,
             identity=agent.validate_identity(identity.data),
             client_data=previous.client_data if previous else {},
+            **run_metadata_defaults(agent),
         )
-        Thread.objects.filter(pk=thread.pk).update(version=F("version") + 1)
+        # Hides the old answer, runs prepare_history_rewrite, writes its metadata patches
+        # and bumps the version, all in this transaction.
+        apply_regenerate_rewrite(
+            thread,
+            agent,
+            target,
+            identity=run.identity,
+            client_data=run.client_data,
+            run_id=run.id,
+        )
         if dispatch:
             dispatch_after_commit(run.id)
     return run
@@ -485,6 +520,7 @@ def trigger(
             initiator=Run.Initiator.TRIGGER,
             identity=agent.validate_identity(identity.data),
             client_data=agent.validate_client_data(client_data),
+            **run_metadata_defaults(agent),
         )
         if dispatch:
             dispatch_after_commit(run.id)

@@ -34,8 +34,8 @@ from pai_agents.json import ensure_strict_json
 from pai_agents.messages.types import MessageRole, UIMessage
 from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
-from pai_threads.models import Message, PendingAction, Run, Step
-from pai_threads.queueing import admit_next
+from pai_threads.models import Message, PendingAction, QueueItem, Run, Step
+from pai_threads.queueing import admit_next, lock_thread
 
 __all__ = ["ORMThreadStore"]
 
@@ -135,6 +135,12 @@ def _output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[s
         "relation": Message.Relation.OUTPUT,
         "step_index": step_index,
     }
+
+
+def _before_end(lease: Lease, outcome: RunOutcome | None) -> None:
+    """First in a transaction that may end the run: take the thread lock (see lock_thread)."""
+    if outcome is not None and outcome.status in TERMINAL_STATUSES:
+        lock_thread(lease.thread_id)
 
 
 def _after_end(lease: Lease, outcome: RunOutcome) -> None:
@@ -254,6 +260,7 @@ class ORMThreadStore:
         if outcome is not None:
             run_changes.update(_outcome_changes(outcome))
         with transaction.atomic():
+            _before_end(lease, outcome)
             _fence(lease, **run_changes)
             fields = _output_message(lease, message, step.index)
             row = None
@@ -285,6 +292,7 @@ class ORMThreadStore:
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None
     ) -> None:
         with transaction.atomic():
+            _before_end(lease, outcome)
             if outcome is not None:
                 _fence(lease, **_outcome_changes(outcome))
             else:
@@ -336,8 +344,49 @@ class ORMThreadStore:
                 status=PendingAction.Status.SUBMITTED,
             ).update(status=PendingAction.Status.EXECUTING)
 
+    def take_steering_sync(self, lease: Lease) -> list[UIMessage]:
+        # One read when there is nothing to take (the usual case): no transaction, no commit.
+        head = QueueItem.objects.filter(
+            thread_id=lease.thread_id, status=QueueItem.Status.QUEUED
+        ).order_by("created_at", "id")
+        lead: list[str] = []
+        for pk, policy in head.values_list("pk", "policy")[:20]:
+            if policy != QueueItem.Policy.STEER:
+                break  # earlier input of another policy runs first
+            lead.append(pk)
+        if not lead:
+            return []
+        now = timezone.now()
+        with transaction.atomic():
+            lock_thread(lease.thread_id)
+            _fence(lease)
+            items = list(
+                QueueItem.objects.filter(pk__in=lead, status=QueueItem.Status.QUEUED).order_by(
+                    "created_at", "id"
+                )
+            )
+            rows = [
+                Message.objects.create(
+                    message_id=item.message_id,
+                    thread_id=lease.thread_id,
+                    scope_key=item.scope_key,
+                    run_id=lease.run_id,
+                    role="user",
+                    parts=item.message["parts"],
+                    metadata=item.message.get("metadata") or {},
+                    producer=Message.Producer.SEND,
+                    relation=Message.Relation.INPUT,
+                )
+                for item in items
+            ]
+            QueueItem.objects.filter(pk__in=[i.pk for i in items]).update(
+                status=QueueItem.Status.ADMITTED, run_id=lease.run_id, admitted_at=now
+            )
+        return [cast(UIMessage, row.to_ui_message()) for row in rows]
+
     def finish_run_sync(self, lease: Lease, outcome: RunOutcome) -> None:
         with transaction.atomic():
+            _before_end(lease, outcome)
             _fence(lease, **_outcome_changes(outcome))
             _after_end(lease, outcome)
 
@@ -388,5 +437,21 @@ class ORMThreadStore:
     ) -> None:
         await _db(self.update_message_sync, lease, message=message, outcome=outcome)
 
+    async def take_steering(self, lease: Lease) -> list[UIMessage]:
+        return await _db(self.take_steering_sync, lease)
+
     async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
         await _db(self.finish_run_sync, lease, outcome)
+
+    # -- the lifecycle facade (pai_agents.engine.hooks.LifecycleStore); no I/O until used --
+
+    def lifecycle_thread(self, lease: Lease, *, resolver: bool = False, schemas: Any = None) -> Any:
+        from pai_threads.lifecycle_store import ORMLifecycleThread
+
+        return ORMLifecycleThread(lease, resolver=resolver, schemas=schemas)
+
+    def lifecycle_run_metadata(self, lease: Lease, *, schemas: Any = None) -> tuple[Any, Any]:
+        from pai_threads.lifecycle_store import ORMRunMetadata
+
+        run = schemas.run if schemas is not None else None
+        return ORMRunMetadata(lease, "private", run), ORMRunMetadata(lease, "public", run)

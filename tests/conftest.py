@@ -20,6 +20,8 @@ Markers (registered in pyproject.toml):
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -76,3 +78,26 @@ def postgres_url() -> str:
     Available on both passes, independent of the database the Django tests use.
     """
     return require_service_url("PAI_TEST_POSTGRES_URL", "a PostgreSQL server")
+
+
+# --------------------------------------------------------------------------- database teardown
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_stray_database_sessions(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """Before the test database is dropped, end sessions tests left behind.
+
+    Runs admitted from a queue execute on the in-process executor after the test that caused
+    them, and worker processes may still hold a connection for a moment after they are
+    stopped; PostgreSQL refuses to drop a database anyone is connected to.
+    """
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

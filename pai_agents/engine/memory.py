@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pai_agents.engine.store import (
     TERMINAL_STATUSES,
@@ -28,6 +28,9 @@ from pai_agents.engine.store import (
 from pai_agents.ids import new_id
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import Usage
+
+if TYPE_CHECKING:
+    from pai_agents.engine.memory_lifecycle import EngineLifecycleBackend
 
 __all__ = ["InMemoryThreadStore", "MemoryMessage", "MemoryRun"]
 
@@ -73,6 +76,8 @@ class InMemoryThreadStore:
         self.messages: list[MemoryMessage] = []
         self.steps: dict[str, list[StepRecord]] = {}
         self.actions: dict[tuple[str, str], dict[str, Any]] = {}
+        # Input sent with the steer policy, per thread, waiting for the active run's next step.
+        self.steering: dict[str, list[UIMessage]] = {}
         self._position = 0
 
     # -- accepting input (the Django layer's ``send`` does this in one transaction) --
@@ -111,6 +116,11 @@ class InMemoryThreadStore:
                 )
             )
             return run.id
+
+    def steer(self, thread_id: str, message: UIMessage) -> None:
+        """Queue input with the steer policy (the Django layer's ``send`` does this)."""
+        with self._lock:
+            self.steering.setdefault(thread_id, []).append(copy.deepcopy(message))
 
     def thread_messages(self, thread_id: str) -> list[UIMessage]:
         return [copy.deepcopy(m.message) for m in self.messages if m.thread_id == thread_id]
@@ -295,9 +305,42 @@ class InMemoryThreadStore:
         with self._lock:
             self.runs[run_id].cancel_requested = True
 
+    async def take_steering(self, lease: Lease) -> list[UIMessage]:
+        with self._lock:
+            run = self._fenced(lease)
+            taken = self.steering.pop(run.thread_id, [])
+            for message in taken:
+                self._append(
+                    MemoryMessage(
+                        message=copy.deepcopy(message),
+                        thread_id=run.thread_id,
+                        run_id=run.id,
+                        position=0,
+                    )
+                )
+            return copy.deepcopy(taken)
+
     async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
         with self._lock:
             self._end(self._fenced(lease), outcome)
+
+    # -- the lifecycle facade (pai_agents.engine.hooks.LifecycleStore) --
+
+    @property
+    def lifecycle(self) -> EngineLifecycleBackend:
+        """The facade backend over this store's rows (created on first use)."""
+        backend = self.__dict__.get("_lifecycle")
+        if backend is None:
+            from pai_agents.engine.memory_lifecycle import EngineLifecycleBackend
+
+            backend = self.__dict__["_lifecycle"] = EngineLifecycleBackend(self)
+        return backend
+
+    def lifecycle_thread(self, lease: Lease, *, resolver: bool = False, schemas: Any = None) -> Any:
+        return self.lifecycle.facade_for(lease, resolver=resolver, schemas=schemas)
+
+    def lifecycle_run_metadata(self, lease: Lease, *, schemas: Any = None) -> tuple[Any, Any]:
+        return self.lifecycle.run_clients(lease, schemas=schemas)
 
     # -- internals --
 

@@ -110,7 +110,7 @@ class RunEngine:
     agent: AgentDefinition
     store: ThreadStore
     sink: EventSink = field(default_factory=NullSink)
-    lease_seconds: float = 60.0
+    lease_seconds: float = 30.0
     # An open message is checkpointed at most this often while a step streams; a crash
     # then loses at most this much streamed output (the step itself is repeated).
     checkpoint_seconds: float = 2.0
@@ -123,14 +123,23 @@ class RunEngine:
         keeper = LeaseKeeper(
             self.store, claim.lease, lease_seconds=self.lease_seconds, signal=signal
         )
+        hooked = None
+        if self.agent.hooked:
+            # Lifecycle agents (hooks or configured tools) take the hooked loop; others never
+            # import it (no extra cost).
+            from pai_agents.engine.hooks import LifecycleEpisode
+
+            hooked = LifecycleEpisode(self, claim, signal)
         async with keeper:
             try:
-                outcome = await self._episode(claim, signal)
+                outcome = await (hooked.run() if hooked else self._episode(claim, signal))
             except LeaseLost:
                 raise
             if keeper.lost:
                 raise LeaseLost(claim.lease.run_id)
-            return outcome
+        if hooked is not None:
+            await hooked.finished(outcome)  # run_finished: post-commit, outside the lease
+        return outcome
 
     async def _episode(self, claim: ClaimedRun, signal: AbortSignal) -> RunOutcome:
         usage: Usage = dict(claim.usage)  # type: ignore[assignment]
@@ -152,6 +161,8 @@ class RunEngine:
             )
             selection = await self.agent.resolve_model(behavior)
             history = await self.store.load_context(claim.lease)
+        except LeaseLost:
+            raise
         except Exception as exc:
             return await self._fail(claim, exc, usage)
         ctx = _Context(
@@ -187,13 +198,22 @@ class RunEngine:
         )
         generation.checkpointed = reuse_id is not None
         translator = StepTranslator(self.agent.tools)
+        if reuse_id is None:
+            await self._steer(ctx)
         try:
             summary = await self._stream(
                 ctx, index, generation, translator, restarted=bool(reuse_id)
             )
         except Aborted:
             return await self._abandon(ctx, generation, translator, index, started_at)
+        except LeaseLost:
+            # Another worker owns the run: not a failure of the run, and nothing to write.
+            raise
         except Exception as exc:
+            if generation.checkpointed:
+                # The step's open checkpoint is stored: commit it settled, so that no
+                # message stays open once the run has ended.
+                return await self._abandon(ctx, generation, translator, index, started_at, exc)
             return await self._fail(claim, exc, ctx.usage)
         ctx.usage = add_usage(ctx.usage, translator.usage)
         step = StepRecord(
@@ -328,6 +348,18 @@ class RunEngine:
             summary["response"] = translator.response
         return summary
 
+    async def _steer(self, ctx: _Context) -> None:
+        """Input sent with the ``steer`` policy joins this run's context before a model step.
+
+        (Not before a repeated step: its open message predates the input.)
+        """
+        steered = await self.store.take_steering(ctx.claim.lease)
+        for message in steered:
+            ctx.history.append(message)
+            await self.sink.publish(
+                {"type": "message.committed", "threadId": ctx.claim.thread_id, "message": message}
+            )
+
     async def _run_tools(self, ctx: _Context, calls: list[Any]) -> list[UIMessageChunk]:
         """Execute calls concurrently; a cancel settles the ones still running."""
         if not calls:
@@ -429,21 +461,39 @@ class RunEngine:
         translator: StepTranslator,
         index: int,
         started_at: datetime,
+        error: Exception | None = None,
     ) -> RunOutcome:
-        """A cancel during the stream: commit the partial step, settled, and end cancelled."""
+        """A cancel (or, with ``error``, a failure) during the stream: commit the partial
+        step, settled, and end the run cancelled (failed)."""
         chunks = translator.close_open_parts()
         chunks += [
             settle_chunk(p["toolCallId"], "cancel") for p in open_tool_parts(generation.message)
         ]
-        await generation.emit(*chunks, {"type": "abort", "reason": "cancelled"})
         ctx.usage = add_usage(ctx.usage, translator.usage)
-        outcome = RunOutcome(status="cancelled", usage=ctx.usage)
+        if error is None:
+            await generation.emit(*chunks, {"type": "abort", "reason": "cancelled"})
+            outcome = RunOutcome(status="cancelled", usage=ctx.usage)
+        else:
+            logger.error(
+                "run %s failed: %s",
+                ctx.claim.lease.run_id,
+                type(error).__name__,
+                extra={"run_id": ctx.claim.lease.run_id},
+                exc_info=error,
+            )
+            # The detail stays private (on the run); the message only says the step failed.
+            await generation.emit(*chunks, {"type": "error", "errorText": "The model step failed."})
+            outcome = RunOutcome(
+                status="failed",
+                error={"type": type(error).__name__, "message": str(error)[:2000]},
+                usage=ctx.usage,
+            )
         step = StepRecord(
             index=index,
             message_id=generation.message_id,
-            request={"aborted": True},
+            request={"aborted": True} if error is None else {"failed": True},
             usage=translator.usage,
-            finish_reason="interrupted",
+            finish_reason="interrupted" if error is None else "error",
             started_at=started_at,
             finished_at=datetime.now(UTC),
         )
@@ -497,7 +547,12 @@ class RunEngine:
             exc_info=exc,
         )
         error = {"type": type(exc).__name__, "message": str(exc)[:2000]}
-        return await self._finish(claim, RunOutcome(status="failed", error=error, usage=usage))
+        outcome = await self._finish(claim, RunOutcome(status="failed", error=error, usage=usage))
+        if self.agent.on_runtime_error is not None or self.agent.lifecycle is not None:
+            from pai_agents.engine.hooks import report_runtime_error
+
+            await report_runtime_error(self.agent, claim, exc)
+        return outcome
 
 
 def _end_chunks(finish_reason: str) -> list[UIMessageChunk]:

@@ -170,6 +170,16 @@ class ThreadStore(Protocol):
         """Mark approved actions as executing (durably, before they run: at most once)."""
         ...
 
+    async def take_steering(self, lease: Lease) -> list[UIMessage]:
+        """Admit the thread's queued ``steer`` input into this run, before a model step.
+
+        The items at the head of the thread's queue with policy ``steer`` (in order of
+        acceptance, stopping at the first item of another policy, which must run first)
+        become user messages of this run, in transcript and context; their queue items are
+        marked admitted in the same fenced transaction. Returns them (usually none).
+        """
+        ...
+
     async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
         """End the run with ``outcome`` and release the lease."""
         ...

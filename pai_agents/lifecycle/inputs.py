@@ -225,7 +225,11 @@ class BeforeToolCallInput(LifecycleBase):
 
 @dataclass(frozen=True, kw_only=True)
 class AfterToolResultInput(BeforeToolCallInput):
+    """``duration_ms`` is the wall-clock execution time when the tool executed (TH-038);
+    None for results that were not executed here (skip, reject, client, cancel, ...)."""
+
     result: ToolResult
+    duration_ms: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,6 +35,7 @@ from pai_agents.lifecycle.facade import (
 )
 from pai_agents.lifecycle.history import matches_view
 from pai_agents.lifecycle.metadata import (
+    AgentMetadataSchemas,
     InvalidMetadata,
     MetadataBags,
     MetadataSchemas,
@@ -145,12 +146,15 @@ class InMemoryLifecycleStore:
 
     # -- trusted setup and inspection (tests, admin) --
 
-    def create_thread(self, scope_key: str, thread_id: str | None = None) -> str:
-        bags = (
-            self.thread_schemas.initial()
-            if self.thread_schemas
-            else MetadataBags(private={}, public={})
-        )
+    def create_thread(
+        self,
+        scope_key: str,
+        thread_id: str | None = None,
+        *,
+        schemas: MetadataSchemas | None = None,
+    ) -> str:
+        schemas = schemas or self.thread_schemas
+        bags = schemas.initial() if schemas else MetadataBags(private={}, public={})
         thread_id = thread_id or new_id("thr")
         self._threads[(scope_key, thread_id)] = _Thread(
             scope_key=scope_key, thread_id=thread_id, private=bags.private, public=bags.public
@@ -180,10 +184,17 @@ class InMemoryLifecycleStore:
             thread.version += 1
         return message
 
-    def start_run(self, scope_key: str, thread_id: str, run_id: str | None = None) -> LeaseRef:
-        bags = (
-            self.run_schemas.initial() if self.run_schemas else MetadataBags(private={}, public={})
-        )
+    def start_run(
+        self,
+        scope_key: str,
+        thread_id: str,
+        run_id: str | None = None,
+        *,
+        schemas: MetadataSchemas | None = None,
+    ) -> LeaseRef:
+        """A running run whose metadata starts as the parsed ``{}`` (AD-031, AD-032)."""
+        schemas = schemas or self.run_schemas
+        bags = schemas.initial() if schemas else MetadataBags(private={}, public={})
         run = _Run(
             run_id=run_id or new_id("run"),
             scope_key=scope_key,
@@ -228,15 +239,30 @@ class InMemoryLifecycleStore:
         return [r.message for r in self._thread_rows(scope_key, thread_id)]
 
     def facade(
-        self, scope_key: str, thread_id: str, lease: LeaseRef, *, resolver: bool = False
+        self,
+        scope_key: str,
+        thread_id: str,
+        lease: LeaseRef,
+        *,
+        resolver: bool = False,
+        schemas: AgentMetadataSchemas | None = None,
     ) -> InMemoryThreadFacade:
+        """``schemas`` (the agent's) take precedence over the store-wide ones."""
         if (scope_key, thread_id) not in self._threads:
             raise LookupError(thread_id)
-        return InMemoryThreadFacade(_Scope(self, scope_key, thread_id, lease), resolver=resolver)
+        return InMemoryThreadFacade(
+            _Scope(self, scope_key, thread_id, lease, schemas), resolver=resolver
+        )
 
-    def run_metadata_clients(self, lease: LeaseRef) -> tuple[_RunMetadata, _RunMetadata]:
+    def run_metadata_clients(
+        self, lease: LeaseRef, *, schemas: AgentMetadataSchemas | None = None
+    ) -> tuple[_RunMetadata, _RunMetadata]:
         """``(run.private_metadata, run.metadata)`` for the run ``lease`` claims."""
-        return _RunMetadata(self, lease, "private"), _RunMetadata(self, lease, "public")
+        run = schemas.run if schemas is not None else self.run_schemas
+        return (
+            _RunMetadata(self, lease, "private", run),
+            _RunMetadata(self, lease, "public", run),
+        )
 
     # -- internals --
 
@@ -314,6 +340,7 @@ class InMemoryLifecycleStore:
         visibility: Mapping[str, bool] | MessageVisibility | None,
         metadata: Mapping[str, Any] | None,
         private_metadata: Mapping[str, Any] | None,
+        schemas: MetadataSchemas | None = None,
     ) -> LifecycleMessage:
         if role not in _ROLES:
             raise InvalidLifecycleWrite(f"append() accepts system, user or assistant, not {role!r}")
@@ -333,7 +360,7 @@ class InMemoryLifecycleStore:
                 checked.append(copy.deepcopy(ensure_strict_json(dict(part), what="part")))  # type: ignore[arg-type]
             except NotStrictJson as exc:
                 raise InvalidLifecycleWrite(str(exc)) from exc
-        schemas = self.message_schemas
+        schemas = schemas or self.message_schemas
         try:
             public = _bag(schemas.public if schemas else None, metadata or {}, "message metadata")
             private = _bag(
@@ -452,12 +479,26 @@ class _Scope:
     """One thread of one partition, written under one lease."""
 
     def __init__(
-        self, store: InMemoryLifecycleStore, scope_key: str, thread_id: str, lease: LeaseRef
+        self,
+        store: InMemoryLifecycleStore,
+        scope_key: str,
+        thread_id: str,
+        lease: LeaseRef,
+        schemas: AgentMetadataSchemas | None = None,
     ) -> None:
         self.store = store
         self.scope_key = scope_key
         self.thread_id = thread_id
         self.lease = lease
+        self.schemas = schemas
+
+    @property
+    def thread_schemas(self) -> MetadataSchemas | None:
+        return self.schemas.thread if self.schemas is not None else self.store.thread_schemas
+
+    @property
+    def message_schemas(self) -> MetadataSchemas | None:
+        return self.schemas.message if self.schemas is not None else self.store.message_schemas
 
     def write(self, op: _Op, staged: list[_Op] | None) -> None:
         if staged is not None:
@@ -513,7 +554,7 @@ class _ReadMessages:
         private_metadata: Mapping[str, Any] | None = None,
     ) -> Awaitable[LifecycleMessage]:
         message = self._scope.store._message_for(
-            role, parts, visibility, metadata, private_metadata
+            role, parts, visibility, metadata, private_metadata, self._scope.message_schemas
         )
 
         def op(work: _Work) -> None:
@@ -560,7 +601,7 @@ class _ThreadMetadata:
         self._staged = staged
 
     def _schema(self) -> SchemaLike | None:
-        schemas = self._scope.store.thread_schemas
+        schemas = self._scope.thread_schemas
         return None if schemas is None else getattr(schemas, self._which)
 
     def get(self) -> Awaitable[Mapping[str, Any]]:
@@ -682,18 +723,23 @@ class _RunMetadata:
     """``run.private_metadata`` / ``run.metadata``: fenced by the run's owner (LC-033)."""
 
     def __init__(
-        self, store: InMemoryLifecycleStore, lease: LeaseRef, which: Literal["private", "public"]
+        self,
+        store: InMemoryLifecycleStore,
+        lease: LeaseRef,
+        which: Literal["private", "public"],
+        schemas: MetadataSchemas | None = None,
     ) -> None:
         self._store = store
         self._lease = lease
         self._which = which
+        self._schemas = schemas
 
     def get(self) -> Awaitable[Mapping[str, Any]]:
         bags = self._store.run_bags(self._lease.run_id)
         return _Ready(bags.private if self._which == "private" else bags.public)
 
     def merge(self, patch: Mapping[str, Any]) -> Awaitable[Mapping[str, Any]]:
-        schemas = self._store.run_schemas
+        schemas = self._schemas
         schema = None if schemas is None else getattr(schemas, self._which)
         with self._store._lock:
             run = self._store._fence(self._lease)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pai_agents.json import JsonObject, JsonValue, NotStrictJson, ensure_strict_json
 
 __all__ = [
+    "AgentMetadataSchemas",
     "InvalidMetadata",
     "MetadataBags",
     "MetadataSchemaError",
@@ -140,3 +141,19 @@ class MetadataBags:
 def public_projection(bags: MetadataBags) -> JsonObject:
     """The only client view: a copy of the public bag; private keys are never read."""
     return copy.deepcopy(bags.public)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentMetadataSchemas:
+    """An agent's run, thread and message schema pairs (``None``: strict JSON only)."""
+
+    run: MetadataSchemas | None = None
+    thread: MetadataSchemas | None = None
+    message: MetadataSchemas | None = None
+
+    def run_initial(self) -> MetadataBags:
+        """Fresh parsed ``{}`` bags for a new run (AD-031, AD-032)."""
+        return self.run.initial() if self.run else MetadataBags(private={}, public={})
+
+    def thread_initial(self) -> MetadataBags:
+        return self.thread.initial() if self.thread else MetadataBags(private={}, public={})

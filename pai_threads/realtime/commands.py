@@ -61,7 +61,14 @@ def _send(identity: Identity, thread_id: str, frame: Frame) -> Frame:
     client_data = frame.get("clientData")
     if client_data is not None and not isinstance(client_data, dict):
         raise InvalidInput("'clientData' must be an object")
-    result = services.send(identity, thread_id, _text_or_message(frame), client_data=client_data)
+    policy = _optional_str(frame, "policy")
+    result = services.send(
+        identity,
+        thread_id,
+        _text_or_message(frame),
+        client_data=client_data,
+        policy=policy,  # type: ignore[arg-type]  # services validates the value
+    )
     reply: Frame = {"created": result.created}
     events: list[dict[str, Any]] = []
     if result.message is not None:

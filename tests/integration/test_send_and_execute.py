@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -102,7 +103,7 @@ def test_reject_policy_refuses_a_send_during_an_active_run_and_stores_nothing(
 
 
 def test_queue_policy_holds_input_outside_the_transcript_until_the_run_ends(
-    alice: Identity,
+    alice: Identity, wait_for_run: Callable[..., Run]
 ) -> None:
     thread = services.create_thread(alice)
     first = services.send(
@@ -122,6 +123,8 @@ def test_queue_policy_holds_input_outside_the_transcript_until_the_run_ends(
     assert admitted.parts == [{"type": "text", "text": "two"}]
     assert admitted.run_id != first.run.id
     assert QueueItem.objects.get(pk=queued.queue_item.pk).status == "admitted"
+    # Admission dispatched the new run to the executor: let it finish before teardown.
+    assert wait_for_run(admitted.run_id).status == "completed"
 
 
 def test_another_identity_cannot_see_or_send_to_the_thread(alice: Identity, bob: Identity) -> None:

@@ -26,6 +26,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
+import kombu.pools
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Variables of the developer's environment that would change what the worker runs.
@@ -263,6 +265,9 @@ def celery_broker(app: Any, broker_url: str) -> Iterator[None]:
         if pool is not None:
             with contextlib.suppress(Exception):
                 pool.force_close_all()
+        # kombu also keeps process-wide pools per broker URL: a closed one registered there
+        # fails the next use with "Acquire on closed pool".
+        kombu.pools.reset()
 
     previous = app.conf.broker_url
     reset_pools()

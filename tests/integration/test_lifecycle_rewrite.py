@@ -1,0 +1,233 @@
+"""History rewrite hooks on the ORM: regenerate and trusted visibility rewrites (LC-057..066)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from pydantic import BaseModel
+
+from pai_agents import ScriptedModel, define_agent
+from pai_agents.engine.rewrites import dispatcher
+from pai_agents.lifecycle import HistoryRewritePatch, MetadataSchemas
+from pai_threads import registry, services
+from pai_threads.errors import InvalidInput, NotFound, ThreadBusy
+from pai_threads.identity import Identity
+from pai_threads.models import Message, Run, Thread
+
+
+class Cursor(BaseModel):
+    cursor: list[str] = []
+    rewrites: int = 0
+
+
+class Public(BaseModel):
+    title: str = "untitled"
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.prepared: list[Any] = []
+        self.rewritten: list[Any] = []
+        self.reports: list[Any] = []
+        self.prepare_result: Any = None
+        self.rewritten_error: Exception | None = None
+
+    def prepare_history_rewrite(self, input: Any) -> Any:
+        self.prepared.append(input)
+        if isinstance(self.prepare_result, Exception):
+            raise self.prepare_result
+        if self.prepare_result is not None:
+            return self.prepare_result
+        ids = (
+            input.rewrite.retained_message_ids
+            if input.rewrite.kind == "regenerate"
+            else tuple(c.message_id for c in input.rewrite.changes)
+        )
+        return HistoryRewritePatch(
+            private_metadata={
+                "cursor": list(ids),
+                "rewrites": input.private_metadata["rewrites"] + 1,
+            },
+            metadata={"title": f"v{input.version}"},
+        )
+
+    def history_rewritten(self, input: Any) -> None:
+        thread = Thread.objects.get(id=input.thread_id)
+        self.rewritten.append((input, thread.version, input.signal.aborted))
+        if self.rewritten_error is not None:
+            raise self.rewritten_error
+
+
+@pytest.fixture
+def hooks(monkeypatch: pytest.MonkeyPatch) -> Hooks:
+    recorder = Hooks()
+    agent = define_agent(
+        "rewriter",
+        instructions="x",
+        model=ScriptedModel(steps=[]),
+        lifecycle={
+            "prepare_history_rewrite": recorder.prepare_history_rewrite,
+            "history_rewritten": recorder.history_rewritten,
+        },
+        thread_metadata=MetadataSchemas(private=Cursor, public=Public),
+        on_runtime_error=recorder.reports.append,
+    )
+    agents = {**registry.agents(), agent.name: agent}
+    monkeypatch.setattr(registry, "agents", lambda: agents)
+    return recorder
+
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _conversation(identity: Identity) -> tuple[Thread, list[str]]:
+    """user, assistant, user, assistant: the second answer is what regenerate removes."""
+    thread = services.create_thread(identity, agent="rewriter")
+    ids = []
+    for index, role in enumerate(("user", "assistant", "user", "assistant")):
+        row = Message.objects.create(
+            message_id=f"m{index}",
+            thread=thread,
+            scope_key=thread.scope_key,
+            role=role,
+            parts=[{"type": "text", "text": f"{role} {index}"}],
+            producer=Message.Producer.SEND if role == "user" else Message.Producer.MODEL,
+        )
+        ids.append(row.message_id)
+    return thread, ids
+
+
+def _visible(thread: Thread) -> list[str]:
+    return list(
+        Message.objects.filter(thread=thread, in_transcript=True)
+        .order_by("id")
+        .values_list("message_id", flat=True)
+    )
+
+
+def test_lc_057_lc_058_lc_060_regenerate_commits_hook_patches_with_the_rewrite(
+    alice: Identity, hooks: Hooks
+) -> None:
+    thread, _ids = _conversation(alice)
+    assert thread.private_metadata == {"cursor": [], "rewrites": 0}  # parsed {} (AD-031)
+    before = Thread.objects.get(id=thread.id).version
+    run = services.regenerate(alice, thread.id, dispatch=False)
+    (input,) = hooks.prepared
+    rewrite = input.rewrite
+    assert rewrite.kind == "regenerate" and rewrite.target_message_id == "m2"
+    assert rewrite.retained_message_ids == ("m0", "m1", "m2")
+    assert rewrite.removed_message_ids == ("m3",)
+    assert rewrite.before_version == input.version == before
+    assert input.private_metadata == {"cursor": [], "rewrites": 0}
+    assert input.metadata == {"title": "untitled"}
+    stored = Thread.objects.get(id=thread.id)
+    assert stored.version == before + 1
+    assert stored.private_metadata == {"cursor": ["m0", "m1", "m2"], "rewrites": 1}
+    assert stored.metadata == {"title": f"v{before}"}
+    assert _visible(thread) == ["m0", "m1", "m2"]
+    assert Run.objects.get(id=run.id).initiator == Run.Initiator.REGENERATE
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [RuntimeError("hook broke"), HistoryRewritePatch(private_metadata={"rewrites": "x"})],
+)
+def test_lc_057_both_or_neither_when_the_hook_or_its_patch_fails(
+    alice: Identity, hooks: Hooks, failure: Any
+) -> None:
+    thread, ids = _conversation(alice)
+    version = Thread.objects.get(id=thread.id).version
+    hooks.prepare_result = failure
+    expected = RuntimeError if isinstance(failure, Exception) else InvalidInput
+    with pytest.raises(expected):
+        services.regenerate(alice, thread.id, dispatch=False)
+    stored = Thread.objects.get(id=thread.id)
+    assert stored.version == version
+    assert stored.private_metadata == {"cursor": [], "rewrites": 0}
+    assert _visible(thread) == ids
+    assert not Run.objects.filter(thread=thread).exists()  # no regenerate run either
+
+
+def test_lc_062_lc_064_history_rewritten_runs_after_commit_with_after_version(
+    alice: Identity, hooks: Hooks
+) -> None:
+    thread, _ = _conversation(alice)
+    services.regenerate(alice, thread.id, dispatch=False)
+    assert dispatcher().wait_idle()
+    ((input, committed_version, aborted),) = hooks.rewritten
+    assert input.rewrite.after_version == input.rewrite.before_version + 1 == committed_version
+    assert aborted is False
+
+
+def test_lc_063_a_failing_history_rewritten_is_reported_and_keeps_the_rewrite(
+    alice: Identity, hooks: Hooks
+) -> None:
+    thread, _ = _conversation(alice)
+    hooks.rewritten_error = RuntimeError("outbox down")
+    run = services.regenerate(alice, thread.id, dispatch=False)
+    assert dispatcher().wait_idle()
+    (report,) = hooks.reports
+    assert report.phase == "history_rewritten" and report.run_id == run.id
+    assert str(report.error) == "outbox down"
+    assert _visible(thread) == ["m0", "m1", "m2"]
+    assert Thread.objects.get(id=thread.id).private_metadata["rewrites"] == 1
+
+
+def test_lc_050_regenerate_is_refused_while_a_run_holds_the_lease(
+    alice: Identity, hooks: Hooks
+) -> None:
+    thread, ids = _conversation(alice)
+    Run.objects.create(
+        thread=thread,
+        scope_key=thread.scope_key,
+        agent_name="rewriter",
+        status=Run.Status.RUNNING,
+        lease_owner="w1",
+        lease_expires_at=timezone.now(),
+    )
+    with pytest.raises(ThreadBusy):
+        services.regenerate(alice, thread.id, dispatch=False)
+    with pytest.raises(ThreadBusy):
+        services.update_visibility(alice, thread.id, {"m1": {"context": False}})
+    assert hooks.prepared == [] and _visible(thread) == ids
+
+
+def test_lc_059_lc_066_trusted_visibility_rewrite_fires_the_visibility_variant(
+    alice: Identity, hooks: Hooks
+) -> None:
+    thread, _ = _conversation(alice)
+    version = Thread.objects.get(id=thread.id).version
+    done = services.update_visibility(
+        alice, thread.id, {"m1": {"context": False}, "m0": {"transcript": True}}
+    )
+    assert done is not None and done.after_version == version + 1
+    (input,) = hooks.prepared  # exactly once under the thread lock (LC-061)
+    (change,) = input.rewrite.changes  # m0 did not change: no entry
+    assert input.rewrite.kind == "visibility" and change.message_id == "m1"
+    assert (change.before.transcript, change.before.context) == (True, True)
+    assert (change.after.transcript, change.after.context) == (True, False)
+    row = Message.objects.get(thread=thread, message_id="m1")
+    assert (row.in_transcript, row.in_context) == (True, False)
+    stored = Thread.objects.get(id=thread.id)
+    assert stored.version == version + 1
+    assert stored.private_metadata == {"cursor": ["m1"], "rewrites": 1}
+    assert dispatcher().wait_idle()
+    assert [r[0].rewrite.kind for r in hooks.rewritten] == ["visibility"]
+    # nothing to change: no hook, no version bump
+    assert services.update_visibility(alice, thread.id, {"m1": {"context": False}}) is None
+    assert len(hooks.prepared) == 1
+
+
+def test_lc_059_visibility_rewrite_input_errors_and_scoping(
+    alice: Identity, bob: Identity, hooks: Hooks
+) -> None:
+    thread, _ = _conversation(alice)
+    with pytest.raises(NotFound):
+        services.update_visibility(alice, thread.id, {"nope": {"context": False}})
+    with pytest.raises(InvalidInput):
+        services.update_visibility(alice, thread.id, {"m1": {"hidden": True}})
+    with pytest.raises(NotFound):
+        services.update_visibility(bob, thread.id, {"m1": {"context": False}})
+    assert hooks.prepared == []
