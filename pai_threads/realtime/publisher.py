@@ -97,8 +97,9 @@ class RealtimePublisher:
 
     async def publish(self, event: RunEvent) -> None:
         self._pending.append(await self._enrich(event))
-        if event.get("type") == "run.status":
-            # A status change may create pending actions or admit queued input.
+        if event.get("type") == "run.status" and event.get("status") != "running":
+            # A run that waits or ends may have created pending actions or admitted queued
+            # input (a claim changes neither: no reads for it on the hot path).
             try:
                 self._pending += await run_db(side_state_events, self.thread_id)
             except Exception:
