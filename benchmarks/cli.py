@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     pg_url = os.environ.get("PAI_TEST_POSTGRES_URL", "")
     redis_url = os.environ.get("PAI_TEST_REDIS_URL", "")
     need_pg = "postgresql" in vendors and not pg_url
-    need_redis = "W3" in args.only and not redis_url
+    # W3's Celery half, and the production arrangement of W4/W5 (PostgreSQL only), need Redis.
+    wants_redis = "W3" in args.only or (
+        "postgresql" in vendors and bool({"W4", "W5"} & set(args.only))
+    )
+    need_redis = wants_redis and not redis_url
     services: Services | None = None
     started = time.perf_counter()
     try:

@@ -30,7 +30,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--server-url", default="", help="PostgreSQL server URL (postgresql)")
     parser.add_argument("--workdir", type=Path, required=True, help="for the SQLite file")
     parser.add_argument("--redis-url", default="")
-    parser.add_argument("--only", default="W1,W2,W3")
+    parser.add_argument("--only", default="W1,W2,W3,W4,W5")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, required=True)
     return parser.parse_args(argv)

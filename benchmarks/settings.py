@@ -27,7 +27,11 @@ if _BROKER_URL:
 
 PAI = {
     **PAI,
-    "AGENTS": ["benchmarks.agents.w1_agent", "benchmarks.agents.w2_agent"],
+    "AGENTS": [
+        "benchmarks.agents.w1_agent",
+        "benchmarks.agents.w2_agent",
+        "benchmarks.agents.stream_agent",
+    ],
 }
 
 LOGGING = {
@@ -36,3 +40,9 @@ LOGGING = {
         "pai": {"handlers": ["console"], "level": os.environ.get("PAI_LOG_LEVEL", "WARNING")},
     },
 }
+
+if os.environ.get("PAI_BENCH_CHANNEL_LAYER") == "throttled" and not os.environ.get("REDIS_URL"):
+    # An experiment (benchmarks/experiments.py), never part of the published configuration.
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "benchmarks.experiments.ThrottledInMemoryChannelLayer"}
+    }

@@ -109,10 +109,73 @@ def _w2(results: dict[str, Any]) -> list[Verdict]:
     return verdicts
 
 
+W4_P99_MS = 50.0
+W4_STREAMS = 100
+W5_N = 200
+VENDOR_LABELS = (("sqlite", "SQLite"), ("postgresql", "PostgreSQL"))
+ARRANGEMENT_LABELS = {"embedded": "embedded", "celery": "Celery + Redis"}
+
+
+def _streaming(results: dict[str, Any], workload: str) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for vendor, label in VENDOR_LABELS:
+        w = results.get(vendor, {}).get("workloads", {}).get(workload)
+        if w is None:
+            continue
+        for name, arr in w["arrangements"].items():
+            out.append((f"{label}, {ARRANGEMENT_LABELS.get(name, name)}", arr))
+    return out
+
+
+def _w4(results: dict[str, Any]) -> list[Verdict]:
+    target = f"W4 delivery p99 < {W4_P99_MS:g} ms at {W4_STREAMS} streams"
+    measured = _streaming(results, "W4")
+    if not measured:
+        return [Verdict(target, "-", "not measured")]
+    verdicts = []
+    for where, arr in measured:
+        level = next((lv for lv in arr["levels"] if lv["streams"] == W4_STREAMS), None)
+        if level is None:
+            verdicts.append(Verdict(f"{target} ({where})", "no 100-stream level", "not measured"))
+            continue
+        p99 = level["delivery_ms"]["p99"]
+        busy = ", ".join(
+            f"{proc} {sec / level['wall_s']:.2f} cores" for proc, sec in level["cpu_s"].items()
+        )
+        verdicts.append(
+            Verdict(
+                f"{target} ({where})",
+                f"p99 {p99:.1f} ms (median {level['delivery_ms']['median']:.1f} ms; {busy})",
+                "met" if p99 < W4_P99_MS and level["all_delivered"] else "missed",
+            )
+        )
+    return verdicts
+
+
+def _w5(results: dict[str, Any]) -> list[Verdict]:
+    target = f"W5 N >= {W5_N} concurrent 5 s streams per worker process"
+    measured = _streaming(results, "W5")
+    if not measured:
+        return [Verdict(target, "-", "not measured")]
+    verdicts = []
+    for where, arr in measured:
+        levels = arr["levels"]
+        held = [lv for lv in levels if lv["held"]]
+        text = f"N = {arr['max_held']}"
+        if held:
+            best = held[-1]
+            text += (
+                f" ({best['cpu_s_per_run']:.3f} CPU s and {best['rss_mb_per_run']:.2f} MB "
+                "RSS per run)"
+            )
+        failed = next((lv for lv in levels if not lv["held"]), None)
+        if failed is not None:
+            text += f"; N = {failed['streams']} not held: {failed['why_not']}"
+        verdicts.append(
+            Verdict(f"{target} ({where})", text, "met" if arr["max_held"] >= W5_N else "missed")
+        )
+    return verdicts
+
+
 def check(results: dict[str, Any]) -> list[Verdict]:
-    return [
-        *_w1(results),
-        *_w2(results),
-        Verdict("W4 delivery p99 < 50 ms at 100 streams", "needs issue 5", "not measured"),
-        Verdict("W5 N >= 200 concurrent 5 s streams per worker", "needs issue 5", "not measured"),
-    ]
+    return [*_w1(results), *_w2(results), *_w4(results), *_w5(results)]

@@ -1,4 +1,6 @@
-"""The benchmarks never rot: their quick mode runs W1 and W2 on SQLite and writes the doc.
+"""The benchmarks never rot: their quick mode runs W1, W2 and W4 on SQLite and writes the doc.
+
+W4 quick starts a real daphne server and streams a few short runs to websocket clients.
 
 It runs ``python -m benchmarks`` in a subprocess (the benchmarks configure Django themselves,
 on a database of their own), so it needs no database fixture and touches no test database.
@@ -19,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_quick_benchmarks_write_the_w1_and_w2_tables(tmp_path: Path) -> None:
+def test_quick_benchmarks_write_the_w1_w2_and_w4_tables(tmp_path: Path) -> None:
     output = tmp_path / "benchmarks.md"
     env = {
         k: v
@@ -33,7 +35,7 @@ def test_quick_benchmarks_write_the_w1_and_w2_tables(tmp_path: Path) -> None:
             "benchmarks",
             "--quick",
             "--only",
-            "W1,W2",
+            "W1,W2,W4",
             "--db",
             "sqlite",
             "--output",
@@ -66,4 +68,10 @@ def test_quick_benchmarks_write_the_w1_and_w2_tables(tmp_path: Path) -> None:
     assert with_transactions > statements > 0
     for size in ("100", "1,000", "10,000"):
         assert re.search(rf"\| SQLite \| {size} \| 3 \| \*\*[\d.]+\*\*", text), size
-    assert "needs issue 5" in text
+    # W4: every delta of every stream arrived, with a measured latency, at 1 and 3 streams.
+    assert "### W4 streaming delivery" in text
+    for streams, deltas in (("1", "20/20"), ("3", "60/60")):
+        latency = r"[\d.]+ / \*\*[\d.]+\*\* / [\d.]+"
+        row = rf"\| SQLite \| embedded \| {streams} \| {deltas} \| {latency} \|"
+        assert re.search(row, text), streams
+    assert re.search(r"W4 delivery p99 < 50 ms at 100 streams .*\| \*\*not measured\*\*", text)
