@@ -39,6 +39,7 @@ __all__ = [
     "SendResult",
     "cancel_run",
     "create_thread",
+    "fulfil_action",
     "get_run",
     "get_thread",
     "list_actions",
@@ -380,11 +381,33 @@ def submit_action(
     The action is bound to its run, tool call and input: the answer applies to exactly that
     call. When the run has no other pending action it resumes (dispatched after commit).
     """
-    run_id = (
-        PendingAction.objects.filter(id=action_id, scope_key=identity.scope_key)
-        .values_list("run_id", flat=True)
-        .first()
-    )
+    actions = PendingAction.objects.filter(id=action_id, scope_key=identity.scope_key)
+    submitted_by = {"scopeKey": identity.scope_key, **dict(identity.data)}
+    return _submit(actions, action_id, response, submitted_by, "client", dispatch=dispatch)
+
+
+def fulfil_action(
+    action_id: str, response: Mapping[str, Any], *, by: str, dispatch: bool = True
+) -> PendingAction:
+    """Trusted server code answers a pending action (any scope): a manual fulfilment.
+
+    Same rules as :func:`submit_action` (accepted once, bound to its call); the result is
+    tagged ``toolMetadata.pai.source == "manual"`` and ``by`` is recorded as the submitter.
+    """
+    actions = PendingAction.objects.filter(id=action_id)
+    return _submit(actions, action_id, response, {"manual": by}, "manual", dispatch=dispatch)
+
+
+def _submit(
+    actions: Any,
+    action_id: str,
+    response: Mapping[str, Any],
+    submitted_by: dict[str, Any],
+    source: str,
+    *,
+    dispatch: bool,
+) -> PendingAction:
+    run_id = actions.values_list("run_id", flat=True).first()
     if run_id is None:
         raise NotFound("pending action not found")
     with transaction.atomic():
@@ -393,7 +416,7 @@ def submit_action(
         action = PendingAction.objects.select_for_update().get(id=action_id)
         if action.status != PendingAction.Status.PENDING:
             raise ActionConflict("this action was already answered or cancelled")
-        chunk = _answer_chunk(action, response)
+        chunk = _answer_chunk(action, response, source)
         row = Message.objects.get(run_id=action.run_id, message_id=action.message_id)
         reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
         reducer.apply(chunk)
@@ -402,7 +425,7 @@ def submit_action(
         )
         action.status = PendingAction.Status.SUBMITTED
         action.response = ensure_strict_json(dict(response), what="response")
-        action.submitted_by = {"scopeKey": identity.scope_key, **dict(identity.data)}
+        action.submitted_by = submitted_by
         action.resolved_at = timezone.now()
         action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
         still_pending = PendingAction.objects.filter(
@@ -417,7 +440,9 @@ def submit_action(
     return action
 
 
-def _answer_chunk(action: PendingAction, response: Mapping[str, Any]) -> dict[str, Any]:
+def _answer_chunk(
+    action: PendingAction, response: Mapping[str, Any], source: str
+) -> dict[str, Any]:
     if action.kind == PendingAction.Kind.APPROVAL:
         approved = response.get("approved")
         reason = response.get("reason")
@@ -434,14 +459,19 @@ def _answer_chunk(action: PendingAction, response: Mapping[str, Any]) -> dict[st
     if "errorText" in response:
         if not isinstance(response["errorText"], str):
             raise InvalidInput("errorText must be a string")
-        return error_chunk(action.tool_call_id, response["errorText"], "client")
+        return error_chunk(action.tool_call_id, response["errorText"], source)  # type: ignore[arg-type]
     if "output" not in response:
         raise InvalidInput("a client tool result needs 'output' (or 'errorText')")
     try:
         output = ensure_strict_json(response["output"], what="output")
     except NotStrictJson as exc:
         raise InvalidInput(str(exc)) from exc
-    return {"type": "tool-output-available", "toolCallId": action.tool_call_id, "output": output}
+    return {
+        "type": "tool-output-available",
+        "toolCallId": action.tool_call_id,
+        "output": output,
+        "toolMetadata": {"pai": {"source": source}},
+    }
 
 
 def list_actions(
