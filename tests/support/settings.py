@@ -33,7 +33,7 @@ if _redis:
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "BACKEND": "pai_threads.realtime.layers.InMemoryChannelLayer",
             "CONFIG": {"capacity": _capacity},
         }
     }
