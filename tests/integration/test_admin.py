@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 from django.test import Client
+from django.urls import reverse
 
 from pai_threads import services
 from pai_threads.identity import Identity
@@ -30,9 +32,10 @@ def test_operators_see_runtime_rows_read_only_and_can_cancel_runs(operator: Clie
 
     for url in (
         "/admin/pai_threads/thread/",
-        f"/admin/pai_threads/thread/{thread.id}/change/",
+        reverse("admin:pai_threads_thread_change", args=[quote(thread.id)]),
         "/admin/pai_threads/run/",
-        f"/admin/pai_threads/run/{sent.run.id}/change/",
+        # Admin URLs escape "_XX" sequences in ids: build them the way the admin does.
+        reverse("admin:pai_threads_run_change", args=[quote(sent.run.id)]),
         "/admin/pai_threads/message/",
         "/admin/pai_threads/queueitem/",
         "/admin/pai_threads/pendingaction/",

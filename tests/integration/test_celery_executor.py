@@ -84,7 +84,12 @@ def test_send_executes_on_a_real_celery_worker(celery_worker: CeleryWorker) -> N
     assert run.step_count == 2
     assert run.finished_at is not None
     assert run.lease_owner == ""
-    # The worker process (not this one) executed it: the task is in the worker's log.
+    # The worker process (not this one) executed it: the task is in the worker's log. The
+    # "run ... ended" line is logged just after the final commit, so allow it a moment.
+    deadline = time.monotonic() + 10
+    while result.run.id not in log and time.monotonic() < deadline:
+        time.sleep(0.1)
+        log = celery_worker.log_text()
     assert "pai_threads.execute_run" in log
     assert result.run.id in log
 
