@@ -179,3 +179,44 @@ async def test_bad_bodies_and_csrf(server: DaphneServer) -> None:
             await response.aread()
             assert response.status_code == 422, body
             assert response.json()["error"]["code"] == "invalid_input"
+
+
+async def test_use_chat_approves_a_pending_tool_call_with_the_sdks_own_api(
+    server: DaphneServer,
+) -> None:
+    """The pending approval streams as the SDK's ``tool-approval-request``; the assistant
+    message useChat sends back after ``addToolApprovalResponse`` answers it, and the resumed
+    run streams the tool's output and the final answer."""
+    async with Browser(server) as alice:
+        thread_id = await alice.create_thread("toolbox")
+        question = user_message("needs approval")
+        response = await chat(alice, {"id": thread_id, "messages": [question]})
+        chunks, _ = await read_sse(response)
+        await response.aclose()
+        request = next(c for c in chunks if c["type"] == "tool-approval-request")
+        for chunk in chunks:
+            validate_chunk(chunk)
+        shown = reduce_chunks(per_message(chunks)[0])
+        part = next(p for p in shown["parts"] if p["type"] == "tool-transfer")
+        assert part["state"] == "approval-requested"
+        assert part["approval"]["id"] == request["approvalId"]
+
+        # What useChat holds after addToolApprovalResponse({id, approved: true}).
+        part["state"] = "approval-responded"
+        part["approval"] = {"id": request["approvalId"], "approved": True}
+        response = await chat(alice, {"id": thread_id, "messages": [question, shown]})
+        assert response.status_code == 200
+        resumed, _ = await read_sse(response)
+        await response.aclose()
+        for chunk in resumed:
+            validate_chunk(chunk)
+        assert any(
+            c["type"] == "tool-output-available" and c["output"] == {"transferred": 42}
+            for c in resumed
+        )
+        stored = await alice.messages(thread_id)
+
+    transfer = next(p for m in stored for p in m["parts"] if p["type"] == "tool-transfer")
+    assert transfer["state"] == "output-available"
+    assert transfer["approval"]["approved"] is True
+    assert stored[-1]["parts"][-1]["text"] == "All tools have reported back."
