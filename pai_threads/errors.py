@@ -7,6 +7,7 @@ __all__ = [
     "InvalidInput",
     "NotFound",
     "PaiError",
+    "RewriteRejected",
     "ThreadBusy",
 ]
 
@@ -46,3 +47,15 @@ class ActionConflict(PaiError):
 
     code = "action_conflict"
     status = 409
+
+
+class RewriteRejected(PaiError):
+    """``prepare_history_rewrite`` raised or returned an invalid patch: nothing changed.
+
+    The message is generic; the detail goes to ``on_runtime_error`` only (LC-158)."""
+
+    code = "rewrite_rejected"
+    status = 409
+
+    def __init__(self, message: str = "The history rewrite was rejected.") -> None:
+        super().__init__(message)

@@ -25,13 +25,13 @@ from pai_agents.engine.rewrites import (
     has_history_rewritten,
     history_rewritten_job,
     prepare_rewrite,
+    report_rewrite_error,
     visibility_rewrite,
 )
 from pai_agents.lifecycle.facade import MessageVisibility
 from pai_agents.lifecycle.inputs import HistoryRewrite, RegenerateRewrite, VisibilityRewrite
-from pai_agents.lifecycle.metadata import InvalidMetadata
 from pai_threads import registry
-from pai_threads.errors import InvalidInput, NotFound, ThreadBusy
+from pai_threads.errors import InvalidInput, NotFound, RewriteRejected, ThreadBusy
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
 
@@ -186,8 +186,13 @@ def _commit(
             metadata=thread.metadata or {},
             runtime_context=runtime_context,
         )
-    except InvalidMetadata as exc:
-        raise InvalidInput(f"prepare_history_rewrite: {exc}") from exc
+    except Exception as exc:
+        # A raising hook or an invalid patch (InvalidMetadata): the caller's transaction
+        # rolls back; the caller gets a typed, generic error and operators the detail.
+        async_to_sync(report_rewrite_error)(
+            agent, thread_id=thread.id, run_id=run_id, exc=exc, phase="prepare_history_rewrite"
+        )
+        raise RewriteRejected() from exc
     now = timezone.now()
     for message_id, after in visibility.items():
         _committed(thread).filter(message_id=message_id).update(

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkabl
 from pai_agents._callables import call_user
 from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition, ToolConfig, ToolOutputInput
-from pai_agents.engine.step_stream import PendingCall, StepTranslator
+from pai_agents.engine.step_stream import CanonicalStepTranslator, PendingCall, StepTranslator
 from pai_agents.engine.store import (
     ActionRequest,
     ClaimedRun,
@@ -234,6 +234,8 @@ class LifecycleEpisode:
         self._ctx: _Context | None = None
         self.runtime_context: Any = None
         self._tool_specs = {name: t.spec() for name, t in self.agent.tools.items()}
+        # LC-121: the parsed input of each validated call, so nothing parses it again.
+        self._parsed: dict[str, Any] = {}
 
     # -- entry points --
 
@@ -523,13 +525,13 @@ class LifecycleEpisode:
             {"id": reuse_id or new_id("msg"), "role": "assistant", "parts": []},
         )
         generation.checkpointed = reuse_id is not None
-        translator = StepTranslator(self.agent.tools)
+        translator: StepTranslator = CanonicalStepTranslator(self.agent.tools)
         call: ModelCallOutcome | None = None
         try:
             self.signal.raise_if_aborted()
             call = await run_model_call(self.lifecycle, request, self._provider)
             # LC-128: a tool the effective request omitted cannot execute in this attempt.
-            translator = StepTranslator(
+            translator = CanonicalStepTranslator(
                 {n: t for n, t in self.agent.tools.items() if call.may_execute(n)}
             )
             summary = await self._consume(
@@ -721,7 +723,7 @@ class LifecycleEpisode:
             self.engine.sink,
             {"id": message_id or new_id("msg"), "role": "assistant", "parts": []},
         )
-        translator = StepTranslator({})
+        translator: StepTranslator = CanonicalStepTranslator({})
         started_at = datetime.now(UTC)
         stream = synthetic_step_stream(response)
         pending: list[UIMessageChunk] = []
@@ -899,12 +901,17 @@ class LifecycleEpisode:
                 runtime_context=self.runtime_context,
                 thread_id=self.behavior.thread_id,
                 run_id=self.behavior.run_id,
-                input=tool.parse_input(value),
+                input=self._parsed_input(str(chunk.get("toolCallId")), tool, value),
                 output=output,
                 tool_name=name,
                 tool_call_id=str(chunk.get("toolCallId")),
             ),
         )
+
+    def _parsed_input(self, call_id: str, tool: Any, value: Any) -> Any:
+        """LC-121: the call's input as validated once; parsed only for calls never seen."""
+        parsed = self._parsed.get(call_id)
+        return tool.parse_input(value) if parsed is None else parsed
 
     async def _after_tool_result(
         self,
@@ -974,6 +981,7 @@ class LifecycleEpisode:
         for pending_call in translator.calls:
             routed = await self._before_tool(step, pending_call)
             if isinstance(routed, PendingCall):
+                self._parsed[routed.tool_call_id] = routed.parsed
                 calls.append(routed)
             else:
                 decided.append((routed, pending_call))

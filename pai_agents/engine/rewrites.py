@@ -129,19 +129,24 @@ def _merge(schema: Any, current: dict[str, Any], patch: Mapping[str, Any], which
 
 
 async def report_rewrite_error(
-    agent: AgentDefinition, *, thread_id: str, run_id: str, exc: BaseException
+    agent: AgentDefinition,
+    *,
+    thread_id: str,
+    run_id: str,
+    exc: BaseException,
+    phase: str = "history_rewritten",
 ) -> None:
     """``on_runtime_error`` (the agent's and its lifecycle parts') for a rewrite hook."""
     reporters: list[Any] = [agent.on_runtime_error]
     if agent.lifecycle is not None:
         reporters += [getattr(p, "on_runtime_error", None) for _, p in agent.lifecycle.parts]
-    phase, part = _hook_origin(exc)
+    origin, part = _hook_origin(exc)
     report = RuntimeErrorReport(
         run_id=run_id,
         thread_id=thread_id,
         agent_name=agent.name,
         error=exc,
-        phase=phase or "history_rewritten",
+        phase=origin or phase,
         part=part,
     )
     for reporter in reporters:

@@ -18,7 +18,7 @@ from pai_agents.messages.types import UIMessageChunk
 from pai_agents.models.base import StepStreamPart, Usage
 from pai_agents.tools import Tool, ToolInputError
 
-__all__ = ["PendingCall", "StepTranslator"]
+__all__ = ["CanonicalStepTranslator", "PendingCall", "StepTranslator"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,6 +136,85 @@ class StepTranslator:
         )
         self.calls.append(PendingCall(tool_call_id=call_id, tool=tool, input=value, parsed=parsed))
         return chunks
+
+
+class CanonicalStepTranslator(StepTranslator):
+    """The hooked path's translator: it reads the stream ``transform_step_stream`` returned.
+
+    Every tool call in that canonical stream, whether the model made it, a hook passed it
+    through, rebuilt it or authored it, is parsed exactly once here, after the whole
+    transform chain and before it is checkpointed, stored, executed or made a pending
+    action (LC-121, LC-122). A hook may author ``input`` as a decoded value instead of JSON
+    text. Invalid input becomes the model-visible ``tool-input-error`` (LC-123) and keeps
+    its input only when that is JSON-serializable (LC-124). Once a call id is settled
+    (validated or invalid), later parts naming it cannot replace its canonical input or
+    turn an error into a result (LC-125, LC-126).
+    """
+
+    def __init__(self, tools: Mapping[str, Tool]) -> None:
+        super().__init__(tools)
+        self._settled_calls: set[str] = set()
+
+    def translate(self, part: StepStreamPart) -> list[UIMessageChunk]:
+        if part.get("type") == "tool-call":
+            call_id = str(part.get("toolCallId"))
+            if call_id in self._settled_calls:  # LC-125, LC-126
+                return []
+            self._settled_calls.add(call_id)
+            return self._canonical_call(call_id, str(part.get("toolName")), part.get("input"))
+        return super().translate(part)
+
+    def _canonical_call(self, call_id: str, name: str, raw_input: Any) -> list[UIMessageChunk]:
+        if isinstance(raw_input, str):
+            return self._tool_call(call_id, name, raw_input)
+        self.tool_call_count += 1
+        chunks: list[UIMessageChunk] = []
+        if call_id not in self._started_calls:
+            chunks.extend(self._input_start(call_id, name))
+        tool = self._tools.get(name)
+        value = {} if raw_input is None else raw_input
+        error: str | None = None
+        if tool is None:
+            error = f"Model tried to call unavailable tool '{name}'."
+        else:
+            try:
+                parsed = tool.parse_input(value)
+            except ToolInputError as exc:
+                error = str(exc)
+        if error is not None:
+            chunk: UIMessageChunk = {
+                "type": "tool-input-error",
+                "toolCallId": call_id,
+                "toolName": name,
+                "errorText": error,
+            }
+            if _json_safe(value):  # LC-124: a non-JSON input is left out of the record
+                chunk["input"] = value
+            if tool is None:
+                chunk["dynamic"] = True
+            chunks.append(chunk)
+            return chunks
+        assert tool is not None
+        if not _json_safe(value):
+            value = parsed.model_dump(mode="json")
+        chunks.append(
+            {
+                "type": "tool-input-available",
+                "toolCallId": call_id,
+                "toolName": name,
+                "input": value,
+            }
+        )
+        self.calls.append(PendingCall(tool_call_id=call_id, tool=tool, input=value, parsed=parsed))
+        return chunks
+
+
+def _json_safe(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _decode_or_raw(raw: str) -> Any:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 from pydantic import BaseModel
 
 from pai_agents import ScriptedModel, define_agent
 from pai_agents.engine.rewrites import dispatcher
 from pai_agents.lifecycle import HistoryRewritePatch, MetadataSchemas
+from pai_agents.lifecycle.metadata import InvalidMetadata
 from pai_threads import registry, services
-from pai_threads.errors import InvalidInput, NotFound, ThreadBusy
+from pai_threads.errors import InvalidInput, NotFound, RewriteRejected, ThreadBusy
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
 
@@ -140,9 +143,13 @@ def test_lc_057_both_or_neither_when_the_hook_or_its_patch_fails(
     thread, ids = _conversation(alice)
     version = Thread.objects.get(id=thread.id).version
     hooks.prepare_result = failure
-    expected = RuntimeError if isinstance(failure, Exception) else InvalidInput
-    with pytest.raises(expected):
+    with pytest.raises(RewriteRejected) as raised:
         services.regenerate(alice, thread.id, dispatch=False)
+    cause = RuntimeError if isinstance(failure, Exception) else InvalidMetadata
+    assert isinstance(raised.value.__cause__, cause)
+    assert raised.value.message == "The history rewrite was rejected."  # detail stays private
+    [report] = hooks.reports
+    assert report.phase == "prepare_history_rewrite" and report.error is raised.value.__cause__
     stored = Thread.objects.get(id=thread.id)
     assert stored.version == version
     assert stored.private_metadata == {"cursor": [], "rewrites": 0}
@@ -231,3 +238,48 @@ def test_lc_059_visibility_rewrite_input_errors_and_scoping(
     with pytest.raises(NotFound):
         services.update_visibility(bob, thread.id, {"m1": {"context": False}})
     assert hooks.prepared == []
+
+
+def test_lc_057_lc_158_a_rejected_rewrite_is_a_typed_http_error(
+    api_client: Client, hooks: Hooks
+) -> None:
+    """LC-057, LC-158: a failing prepare_history_rewrite reaches the HTTP caller of
+    regenerate as a typed 409 ``rewrite_rejected`` with a generic message; the detail goes
+    to on_runtime_error only, and nothing changes."""
+    created = api_client.post(
+        "/api/pai/threads",
+        data=json.dumps({"agent": "rewriter"}),
+        content_type="application/json",
+    )
+    assert created.status_code == 201, created.content
+    thread = Thread.objects.get(id=created.json()["id"])
+    for index, role in enumerate(("user", "assistant")):
+        Message.objects.create(
+            message_id=f"m{index}",
+            thread=thread,
+            scope_key=thread.scope_key,
+            role=role,
+            parts=[{"type": "text", "text": f"{role} {index}"}],
+            producer=Message.Producer.SEND if role == "user" else Message.Producer.MODEL,
+        )
+    version = Thread.objects.get(id=thread.id).version
+    hooks.prepare_result = RuntimeError("secret internal detail 42")
+    api_client.get("/")
+    token = api_client.cookies.get("csrftoken")
+    headers = {"HTTP_X_CSRFTOKEN": token.value} if token else {}
+    response = api_client.post(f"/api/pai/threads/{thread.id}/regenerate", **headers)
+    assert response.status_code == 409, response.content
+    body = response.json()
+    assert body["error"] == {
+        "code": "rewrite_rejected",
+        "message": "The history rewrite was rejected.",
+    }
+    assert "secret" not in response.content.decode()
+    [report] = hooks.reports
+    assert report.phase == "prepare_history_rewrite"
+    assert str(report.error) == "secret internal detail 42"
+    assert report.thread_id == thread.id
+    stored = Thread.objects.get(id=thread.id)
+    assert stored.version == version
+    assert _visible(thread) == ["m0", "m1"]
+    assert not Run.objects.filter(thread=thread).exists()
