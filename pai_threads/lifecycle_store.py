@@ -14,8 +14,16 @@ Typed metadata: with the agent's schemas (``schemas=``, an
 :class:`~pai_agents.lifecycle.metadata.AgentMetadataSchemas`) every thread, run and message
 metadata write is merged and validated as a complete object (AD-033, LC-025).
 
-Not yet here (see docs/lifecycle-integration.md): rewrite hooks for visibility writes made
-by lifecycle code, and publishing thread-head events after commit.
+Realtime: once a write commits (``transaction.on_commit``), clients get its public
+projections only: ``message.committed`` for appended transcript-visible messages,
+``thread.updated`` (the public head) when public thread metadata or message visibility
+changed, ``run.status`` (the public run) after a public run-metadata merge. Private-only
+writes and rejected writes publish nothing (LC-029..LC-031).
+
+Visibility writes (``messages.update_visibility``, also staged in ``mutate``) that change
+something fire the agent's rewrite hooks' ``visibility`` variant like trusted rewrites
+(:func:`pai_threads.rewrites.lifecycle_visibility_rewrite`, LC-066): the hook's patches
+commit with the write; a raising hook rejects the write (``RewriteRejected``).
 """
 
 from __future__ import annotations
@@ -46,6 +54,11 @@ from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataSchemas
 from pai_agents.messages.model_messages import to_model_messages
 from pai_agents.messages.types import UIMessagePart
 from pai_threads.models import Message, Run, Thread
+from pai_threads.realtime.announce import message_committed, run_status
+from pai_threads.realtime.heads import thread_updated
+from pai_threads.realtime.projections import message_public, run_public
+from pai_threads.realtime.publisher import publish_sync
+from pai_threads.rewrites import lifecycle_visibility_rewrite
 from pai_threads.store import _db, _fence
 
 __all__ = ["ORMLifecycleThread", "ORMRunMetadata", "ORMScope"]
@@ -126,8 +139,22 @@ def _commit_sync(
             op(work)  # raising here rolls the transaction back (LC-036)
         if not ops:
             return
+        if work.visibility:  # lifecycle visibility writes fire the rewrite hooks (LC-066)
+            current = {
+                r.message_id: MessageVisibility(transcript=r.in_transcript, context=r.in_context)
+                for r in _rows(scope).filter(message_id__in=builtins.list(work.visibility))
+            }
+            work.private, work.public = lifecycle_visibility_rewrite(
+                thread,
+                scope.lease.run_id,
+                current,
+                work.visibility,
+                private=work.private,
+                public=work.public,
+            )
+        appended: list[Message] = []
         for message in work.appended:
-            Message.objects.create(
+            row = Message.objects.create(
                 message_id=message.id,
                 thread_id=scope.thread_id,
                 scope_key=scope.scope_key,
@@ -141,6 +168,7 @@ def _commit_sync(
                 in_transcript=message.visibility.transcript,
                 in_context=message.visibility.context,
             )
+            appended.append(row)
         for message_id, visibility in work.visibility.items():
             _rows(scope).filter(message_id=message_id).update(
                 in_transcript=visibility.transcript, in_context=visibility.context
@@ -148,6 +176,23 @@ def _commit_sync(
         Thread.objects.filter(id=scope.thread_id).update(
             private_metadata=work.private, metadata=work.public, version=F("version") + 1
         )
+        # Client-visible events, public projections only, sent once committed (LC-029..031):
+        # a change of private metadata alone publishes no thread head.
+        visible = Message.objects.filter(pk__in=[r.pk for r in appended if r.in_transcript])
+        events: list[dict[str, Any]] = [
+            message_committed(scope.thread_id, message_public(row))
+            for row in visible.order_by("id")  # as stored (plain values, not enum members)
+        ]
+        if work.public != thread.metadata or work.visibility:
+            thread.refresh_from_db()
+            events.append(thread_updated(thread))
+        _publish_on_commit(scope.thread_id, events)
+
+
+def _publish_on_commit(thread_id: str, events: builtins.list[dict[str, Any]]) -> None:
+    """Publish ``events`` after the current transaction commits (never for a rollback)."""
+    if events:
+        transaction.on_commit(lambda: publish_sync(thread_id, events))
 
 
 def _page_sync(
@@ -467,6 +512,9 @@ class ORMRunMetadata:
                 )
                 merged = _merged(self._schema, dict(current or {}), patch, f"run {self._column}")
                 Run.objects.filter(id=self._lease.run_id).update(**{self._column: merged})
+                if self._column == "metadata":  # private run metadata is never published
+                    run = Run.objects.get(id=self._lease.run_id)
+                    _publish_on_commit(run.thread_id, [run_status(run_public(run))])
                 return merged
 
         return await _db(write)

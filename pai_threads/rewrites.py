@@ -37,6 +37,7 @@ from pai_threads.models import Message, Run, Thread
 
 __all__ = [
     "apply_regenerate_rewrite",
+    "lifecycle_visibility_rewrite",
     "run_metadata_defaults",
     "thread_metadata_defaults",
     "update_visibility",
@@ -171,28 +172,16 @@ def _commit(
     client_data: Mapping[str, Any],
     run_id: str,
 ) -> None:
-    runtime_context: Any = None
-    if agent.lifecycle is not None:
-        runtime_context = async_to_sync(build_runtime_context)(
-            agent, identity=identity, client_data=client_data, thread_id=thread.id, run_id=run_id
-        )
-    try:
-        bags = async_to_sync(prepare_rewrite)(
-            agent,
-            thread_id=thread.id,
-            rewrite=rewrite,
-            version=thread.version,
-            private_metadata=thread.private_metadata or {},
-            metadata=thread.metadata or {},
-            runtime_context=runtime_context,
-        )
-    except Exception as exc:
-        # A raising hook or an invalid patch (InvalidMetadata): the caller's transaction
-        # rolls back; the caller gets a typed, generic error and operators the detail.
-        async_to_sync(report_rewrite_error)(
-            agent, thread_id=thread.id, run_id=run_id, exc=exc, phase="prepare_history_rewrite"
-        )
-        raise RewriteRejected() from exc
+    bags, runtime_context = _prepare(
+        thread,
+        agent,
+        rewrite,
+        private=thread.private_metadata or {},
+        public=thread.metadata or {},
+        identity=identity,
+        client_data=client_data,
+        run_id=run_id,
+    )
     now = timezone.now()
     for message_id, after in visibility.items():
         _committed(thread).filter(message_id=message_id).update(
@@ -210,13 +199,97 @@ def _commit(
         bags.private,
         bags.public,
     )
+    _schedule_rewritten(thread.id, agent, rewrite, after_version, runtime_context, run_id)
+
+
+def _prepare(
+    thread: Thread,
+    agent: AgentDefinition,
+    rewrite: HistoryRewrite,
+    *,
+    private: Mapping[str, Any],
+    public: Mapping[str, Any],
+    identity: Mapping[str, Any],
+    client_data: Mapping[str, Any],
+    run_id: str,
+) -> tuple[Any, Any]:
+    """``prepare_history_rewrite`` on the bags to commit: ``(MetadataBags, runtime
+    context)``; a raising hook or invalid patch is reported and raises RewriteRejected."""
+    runtime_context: Any = None
+    if agent.lifecycle is not None:
+        runtime_context = async_to_sync(build_runtime_context)(
+            agent, identity=identity, client_data=client_data, thread_id=thread.id, run_id=run_id
+        )
+    try:
+        bags = async_to_sync(prepare_rewrite)(
+            agent,
+            thread_id=thread.id,
+            rewrite=rewrite,
+            version=thread.version,
+            private_metadata=private,
+            metadata=public,
+            runtime_context=runtime_context,
+        )
+    except Exception as exc:
+        # A raising hook or an invalid patch (InvalidMetadata): the caller's transaction
+        # rolls back; the caller gets a typed, generic error and operators the detail.
+        async_to_sync(report_rewrite_error)(
+            agent, thread_id=thread.id, run_id=run_id, exc=exc, phase="prepare_history_rewrite"
+        )
+        raise RewriteRejected() from exc
+    return bags, runtime_context
+
+
+def _schedule_rewritten(
+    thread_id: str,
+    agent: AgentDefinition,
+    rewrite: HistoryRewrite,
+    after_version: int,
+    runtime_context: Any,
+    run_id: str,
+) -> None:
     if has_history_rewritten(agent):
         job = history_rewritten_job(
             agent,
-            thread_id=thread.id,
+            thread_id=thread_id,
             rewrite=rewrite,
             after_version=after_version,
             runtime_context=runtime_context,
             run_id=run_id,
         )
-        transaction.on_commit(lambda: dispatcher().submit(thread.id, job))
+        transaction.on_commit(lambda: dispatcher().submit(thread_id, job))
+
+
+def lifecycle_visibility_rewrite(
+    thread: Thread,
+    run_id: str,
+    current: Mapping[str, MessageVisibility],
+    after: Mapping[str, MessageVisibility],
+    *,
+    private: Mapping[str, Any],
+    public: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Visibility writes made by lifecycle code through the facade (LC-066): inside the
+    facade's transaction (thread row locked, lease fenced), describe the changes, run
+    ``prepare_history_rewrite`` on the bags about to be committed (``private``/``public``)
+    and schedule ``history_rewritten`` for after the commit (the facade bumps the version
+    once). Returns the bags to store; unchanged when nothing changes or the thread's agent
+    is unknown. Raises RewriteRejected (rolling the write back) like trusted rewrites."""
+    agent = _agent(thread.agent_name)
+    changes = {m: {"transcript": v.transcript, "context": v.context} for m, v in after.items()}
+    rewrite = visibility_rewrite(current, changes, before_version=thread.version)
+    if agent is None or rewrite is None:
+        return dict(private), dict(public)
+    run = Run.objects.filter(id=run_id).first()
+    bags, runtime_context = _prepare(
+        thread,
+        agent,
+        rewrite,
+        private=private,
+        public=public,
+        identity=(run.identity if run else None) or {},
+        client_data=(run.client_data if run else None) or {},
+        run_id=run_id,
+    )
+    _schedule_rewritten(thread.id, agent, rewrite, thread.version + 1, runtime_context, run_id)
+    return dict(bags.private), dict(bags.public)

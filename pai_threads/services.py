@@ -19,6 +19,7 @@ from pai_agents.agent import InvalidAgentInput, SendPolicy
 from pai_agents.engine.tool_calls import error_chunk, open_tool_parts, settle_chunk
 from pai_agents.ids import new_id
 from pai_agents.json import NotStrictJson, ensure_strict_json
+from pai_agents.lifecycle.metadata import InvalidMetadata, replace_metadata
 from pai_agents.messages.reducer import MessageReducer
 from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
@@ -232,6 +233,14 @@ def send(
         data = agent.validate_client_data(client_data)
     except InvalidAgentInput as exc:
         raise InvalidInput(str(exc)) from exc
+    public_schema = agent.message_metadata.public if agent.message_metadata else None
+    if public_schema is not None:
+        # Typed user message metadata (AD-033): the canonical parsed bag, or 422 and nothing
+        # stored. Private message metadata is server-only: clients cannot send it.
+        try:
+            metadata = replace_metadata(public_schema, metadata, what="message metadata")
+        except (InvalidMetadata, ValueError) as exc:
+            raise InvalidInput(str(exc)) from exc
     payload = {"id": message_id, "role": "user", "parts": parts, "metadata": metadata}
     try:
         with transaction.atomic():

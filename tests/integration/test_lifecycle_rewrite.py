@@ -283,3 +283,86 @@ def test_lc_057_lc_158_a_rejected_rewrite_is_a_typed_http_error(
     assert stored.version == version
     assert _visible(thread) == ["m0", "m1"]
     assert not Run.objects.filter(thread=thread).exists()
+
+
+def _run_with_prepare(identity: Identity, thread: Thread, prepare_run: Any) -> Any:
+    import asyncio
+
+    from pai_agents import RunEngine, ScriptedStep
+    from pai_threads.store import ORMThreadStore
+
+    result = services.send(
+        identity,
+        thread.id,
+        {"role": "user", "parts": [{"type": "text", "text": "again"}]},
+        dispatch=False,
+    )
+
+    async def execute() -> Any:
+        store = ORMThreadStore()
+        agent = define_agent(
+            "episode",
+            instructions="x",
+            model=ScriptedModel(steps=[ScriptedStep.reply("ok")]),
+            lifecycle={"prepare_run": prepare_run},
+        )
+        claim = await store.claim_run(result.run.id, owner="w1", lease_seconds=30)
+        return await RunEngine(agent=agent, store=store).run_episode(claim)
+
+    return asyncio.run(execute())
+
+
+def test_lc_066_lifecycle_visibility_writes_fire_the_visibility_rewrite_hooks(
+    alice: Identity, hooks: Hooks
+) -> None:
+    """LC-066 (second half): ``thread.messages.update_visibility`` from lifecycle code runs
+    ``prepare_history_rewrite`` (kind ``visibility``) inside the write's transaction, its
+    patches commit with the write, and ``history_rewritten`` follows the commit; a write
+    that changes nothing fires no hook."""
+    thread, _ids = _conversation(alice)
+
+    async def prepare_run(input: Any) -> None:
+        await input.thread.messages.update_visibility(["m1"], transcript=False)
+        await input.thread.messages.update_visibility(["m1"], transcript=False)  # no change
+
+    before = Thread.objects.get(id=thread.id).version
+    assert _run_with_prepare(alice, thread, prepare_run).status == "completed"
+    (input,) = hooks.prepared
+    assert input.rewrite.kind == "visibility"
+    (change,) = input.rewrite.changes
+    assert change.message_id == "m1"
+    assert (change.before.transcript, change.after.transcript) == (True, False)
+    assert change.after.context is True
+    stored = Thread.objects.get(id=thread.id)
+    assert stored.private_metadata == {"cursor": ["m1"], "rewrites": 1}
+    assert stored.metadata["title"] == f"v{input.version}"
+    assert "m1" not in _visible(thread)
+    assert dispatcher().wait_idle()
+    ((fact, seen_version, _aborted),) = hooks.rewritten
+    assert fact.rewrite.kind == "visibility"
+    assert input.version >= before
+    assert fact.rewrite.after_version == input.version + 1 <= seen_version  # after the commit
+
+
+def test_lc_066_a_raising_rewrite_hook_rejects_the_lifecycle_visibility_write(
+    alice: Identity, hooks: Hooks
+) -> None:
+    """LC-066, LC-057: a raising prepare_history_rewrite rejects the facade visibility
+    write (RewriteRejected to the hook, reported to on_runtime_error), nothing is stored."""
+    thread, _ids = _conversation(alice)
+    hooks.prepare_result = RuntimeError("no")
+    rejected: list[Exception] = []
+
+    async def prepare_run(input: Any) -> None:
+        try:
+            await input.thread.messages.update_visibility(["m1"], transcript=False)
+        except RewriteRejected as exc:
+            rejected.append(exc)
+
+    assert _run_with_prepare(alice, thread, prepare_run).status == "completed"
+    assert len(rejected) == 1
+    assert "m1" in _visible(thread)
+    assert Thread.objects.get(id=thread.id).private_metadata == {"cursor": [], "rewrites": 0}
+    assert [r.phase for r in hooks.reports] == ["prepare_history_rewrite"]
+    assert dispatcher().wait_idle()
+    assert hooks.rewritten == []

@@ -192,3 +192,37 @@ def test_ad_033_ad_034_ad_037_ad_038_private_metadata_reaches_no_client_surface(
     for record_ in caplog.records:
         assert SECRET not in record_.getMessage()
         assert SECRET not in str(getattr(record_, "__dict__", {}))
+
+
+def test_ad_033_send_validates_user_message_metadata_against_the_public_schema(
+    alice: Identity, typed_agent: Any
+) -> None:
+    """AD-033, LC-025 (send time): a user message's metadata must parse with the agent's
+    ``message_metadata.public`` schema; invalid → InvalidInput (HTTP 422 invalid_input)
+    and no message, run or queue item is stored; valid metadata is stored parsed."""
+    from pai_threads.errors import InvalidInput
+
+    thread = services.create_thread(alice, agent="typed")
+    with pytest.raises(InvalidInput, match="message metadata"):
+        services.send(alice, thread.id, {**_text("hi"), "metadata": {"kind": 5}}, dispatch=False)
+    assert not Message.objects.filter(thread=thread).exists()
+    assert not Run.objects.filter(thread=thread).exists()
+    assert not QueueItem.objects.filter(thread=thread).exists()
+    with pytest.raises(InvalidInput):
+        services.send(alice, thread.id, {**_text("hi"), "metadata": {"kind": None}}, dispatch=False)
+    assert not Message.objects.filter(thread=thread).exists()
+    sent = services.send(alice, thread.id, {**_text("ok"), "metadata": {}}, dispatch=False)
+    assert sent.message is not None
+    sent.message.refresh_from_db()
+    assert sent.message.metadata == {"kind": "note"}  # the parsed default
+
+
+def test_ad_033_send_without_a_message_schema_accepts_any_strict_json_metadata(
+    alice: Identity,
+) -> None:
+    """AD-033: with no ``message_metadata`` schema, user metadata is only strict JSON."""
+    thread = services.create_thread(alice)
+    sent = services.send(alice, thread.id, {**_text("hi"), "metadata": {"kind": 5}}, dispatch=False)
+    assert sent.message is not None
+    sent.message.refresh_from_db()
+    assert sent.message.metadata == {"kind": 5}
