@@ -122,7 +122,13 @@ def test_approve_a_pending_tool_call(browser: Any, server: DaphneServer, shot: A
     context, page = open_chat(browser, server)
     page.select_option("#agent", "toolbox")
     send(page, "needs approval")
-    page.wait_for_selector(".tool .approve")
+    try:
+        # Generous under a loaded CI machine: the run, its pending action and the
+        # actions.changed event must all arrive before the button renders.
+        page.wait_for_selector(".tool .approve", timeout=3 * TIMEOUT)
+    except Exception:
+        shot(page, "08-approval-timeout")  # what the page showed, for diagnosis
+        raise
     shot(page, "08-approval")
     page.click(".tool .approve")
     page.wait_for_selector("#run-status[data-status=completed]")
