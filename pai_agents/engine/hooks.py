@@ -35,14 +35,19 @@ from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition, ToolConfig, ToolOutputInput
 from pai_agents.engine.step_stream import CanonicalStepTranslator, PendingCall, StepTranslator
 from pai_agents.engine.store import (
-    ActionRequest,
     ClaimedRun,
     Lease,
     LeaseLost,
     RunOutcome,
     StepRecord,
 )
-from pai_agents.engine.tool_calls import error_chunk, open_tool_parts, settle_chunk, tool_name_of
+from pai_agents.engine.tool_calls import (
+    error_chunk,
+    open_tool_parts,
+    route_calls,
+    settle_chunk,
+    tool_name_of,
+)
 from pai_agents.ids import new_id
 from pai_agents.lifecycle.compose import compose_lifecycle
 from pai_agents.lifecycle.facade import (
@@ -985,35 +990,8 @@ class LifecycleEpisode:
                 calls.append(routed)
             else:
                 decided.append((routed, pending_call))
-        approvals = [c for c in calls if c.tool.needs_approval]
-        client_calls = [c for c in calls if c.tool.execute is None and not c.tool.needs_approval]
-        server_calls = [c for c in calls if c not in approvals and c not in client_calls]
-        actions = [
-            ActionRequest(
-                tool_call_id=c.tool_call_id,
-                tool_name=c.tool.name,
-                kind="approval",
-                input=c.input,
-                approval_id=new_id("apr"),
-            )
-            for c in approvals
-        ] + [
-            ActionRequest(
-                tool_call_id=c.tool_call_id, tool_name=c.tool.name, kind="client", input=c.input
-            )
-            for c in client_calls
-        ]
-        await generation.emit(
-            *(
-                {
-                    "type": "tool-approval-request",
-                    "approvalId": a.approval_id,
-                    "toolCallId": a.tool_call_id,
-                }
-                for a in actions
-                if a.kind == "approval"
-            )
-        )
+        server_calls, actions, approval_chunks = route_calls(calls)
+        await generation.emit(*approval_chunks)
         await self.store.commit_step(
             lease, message=generation.message, step=record, replace_open=generation.checkpointed
         )

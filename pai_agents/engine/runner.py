@@ -23,14 +23,19 @@ from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.lease_keeper import LeaseKeeper
 from pai_agents.engine.step_stream import StepTranslator
 from pai_agents.engine.store import (
-    ActionRequest,
     ClaimedRun,
     LeaseLost,
     RunOutcome,
     StepRecord,
     ThreadStore,
 )
-from pai_agents.engine.tool_calls import execute_call, open_tool_parts, settle_chunk, tool_name_of
+from pai_agents.engine.tool_calls import (
+    execute_call,
+    open_tool_parts,
+    route_calls,
+    settle_chunk,
+    tool_name_of,
+)
 from pai_agents.ids import new_id
 from pai_agents.messages.model_messages import prune_reasoning, to_model_messages
 from pai_agents.messages.reducer import MessageReducer
@@ -238,37 +243,8 @@ class RunEngine:
             await self._finished(claim, generation.message, done)
             return done
 
-        approvals = [c for c in translator.calls if c.tool.needs_approval]
-        client_calls = [
-            c for c in translator.calls if c.tool.execute is None and not c.tool.needs_approval
-        ]
-        server_calls = [c for c in translator.calls if c not in approvals and c not in client_calls]
-        actions = [
-            ActionRequest(
-                tool_call_id=c.tool_call_id,
-                tool_name=c.tool.name,
-                kind="approval",
-                input=c.input,
-                approval_id=new_id("apr"),
-            )
-            for c in approvals
-        ] + [
-            ActionRequest(
-                tool_call_id=c.tool_call_id, tool_name=c.tool.name, kind="client", input=c.input
-            )
-            for c in client_calls
-        ]
-        await generation.emit(
-            *(
-                {
-                    "type": "tool-approval-request",
-                    "approvalId": a.approval_id,
-                    "toolCallId": a.tool_call_id,
-                }
-                for a in actions
-                if a.kind == "approval"
-            )
-        )
+        server_calls, actions, approval_chunks = route_calls(translator.calls)
+        await generation.emit(*approval_chunks)
         # At-most-once tools: the calls are durable before any of them runs.
         await self.store.commit_step(
             lease, message=generation.message, step=step, replace_open=generation.checkpointed

@@ -13,10 +13,19 @@ from typing import Any, Literal
 
 from pai_agents.abort import AbortSignal
 from pai_agents.engine.step_stream import PendingCall
+from pai_agents.engine.store import ActionRequest
+from pai_agents.ids import new_id
 from pai_agents.messages.types import UIMessage, UIMessageChunk, UIMessagePart
 from pai_agents.tools import Tool, ToolContext, ToolError
 
-__all__ = ["ResultSource", "error_chunk", "execute_call", "open_tool_parts", "tool_name_of"]
+__all__ = [
+    "ResultSource",
+    "error_chunk",
+    "execute_call",
+    "open_tool_parts",
+    "route_calls",
+    "tool_name_of",
+]
 
 logger = logging.getLogger("pai.engine")
 
@@ -105,3 +114,39 @@ async def execute_call(
         # Unexpected exceptions may carry internals; only ToolError text is shown verbatim.
         return error_chunk(call_id, f"Tool {tool.name} failed ({type(exc).__name__}).", "throw")
     return {"type": "tool-output-available", "toolCallId": call_id, "output": output}
+
+
+def route_calls(
+    calls: list[PendingCall],
+) -> tuple[list[PendingCall], list[ActionRequest], list[UIMessageChunk]]:
+    """Split a step's validated calls: those the server executes now, and those that wait
+    for a person (approval) or a client (no ``execute``) as pending actions, with the
+    ``tool-approval-request`` chunks that show the approvals."""
+    server: list[PendingCall] = []
+    actions: list[ActionRequest] = []
+    for call in calls:
+        kind: Literal["approval", "client"]
+        if call.tool.needs_approval:
+            kind = "approval"
+        elif call.tool.execute is None:
+            kind = "client"
+        else:
+            server.append(call)
+            continue
+        actions.append(
+            ActionRequest(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool.name,
+                kind=kind,
+                input=call.input,
+                approval_id=new_id("apr") if kind == "approval" else None,
+            )
+        )
+    # Approvals first, as before: their chunks and actions keep the step's call order.
+    actions.sort(key=lambda action: action.kind != "approval")
+    chunks: list[UIMessageChunk] = [
+        {"type": "tool-approval-request", "approvalId": a.approval_id, "toolCallId": a.tool_call_id}
+        for a in actions
+        if a.kind == "approval"
+    ]
+    return server, actions, chunks
