@@ -19,7 +19,7 @@ from pai_agents.engine import (
 )
 from pai_agents.models import LanguageModel, ModelRequest, ModelSelection, ModelSettings, Usage
 from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
-from pai_agents.tools import Tool, ToolContext, ToolError, tool
+from pai_agents.tools import Tool, ToolContext, ToolError, ToolFailure, tool
 
 __all__ = [
     "AbortSignal",
@@ -47,6 +47,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolError",
+    "ToolFailure",
     "Usage",
     "define_agent",
     "tool",

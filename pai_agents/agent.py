@@ -6,21 +6,24 @@ registers definitions by dotted path (``PAI["AGENTS"]``) and runs them through t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from pai_agents._callables import call_user
+from pai_agents.abort import AbortSignal
 from pai_agents.lifecycle.compose import ComposedLifecycle, compose_lifecycle
 from pai_agents.lifecycle.metadata import (
     AgentMetadataSchemas,
     MetadataSchemaError,
     MetadataSchemas,
 )
-from pai_agents.models.base import LanguageModel, ModelSelection
+from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection
 from pai_agents.tools import Tool
 
 __all__ = [
@@ -46,13 +49,18 @@ class InvalidAgentInput(ValueError):
 
 @dataclass(frozen=True, kw_only=True)
 class AgentBehaviorInput:
-    """What instruction, model and runtime-context builders receive."""
+    """What instruction, model and runtime-context builders receive.
+
+    ``signal`` is the run's abort signal: it fires when the run is cancelled or stopped
+    (AD-013, AD-016).
+    """
 
     identity: Mapping[str, Any]
     client_data: Mapping[str, Any]
     runtime_context: Any
     thread_id: str
     run_id: str
+    signal: AbortSignal = field(default_factory=AbortSignal)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,7 +93,12 @@ class ToolOutputInput(AgentBehaviorInput):
 
 
 SendPolicy: TypeAlias = Literal["queue", "reject", "interrupt", "steer"]
-Instructions: TypeAlias = "str | Callable[[AgentBehaviorInput], Any]"
+# A string, one system message, or an ordered list of system messages (AD-024); message-local
+# ``providerOptions`` stay on their message (AD-025).
+InstructionsValue: TypeAlias = "str | ModelMessage | list[ModelMessage]"
+Instructions: TypeAlias = (
+    "str | ModelMessage | Sequence[ModelMessage] | Callable[[AgentBehaviorInput], Any]"
+)
 ModelSource: TypeAlias = "LanguageModel | ModelSelection | Callable[[AgentBehaviorInput], Any]"
 RuntimeContextBuilder: TypeAlias = "Callable[[AgentBehaviorInput], Any]"
 
@@ -95,7 +108,8 @@ class AgentDefinition:
     """A registered agent. Build it with :func:`define_agent`."""
 
     name: str
-    version: str | None
+    # The application's version, else a fingerprint PAI supplies (AD-002).
+    version: str
     instructions: Instructions
     model: ModelSource
     tools: Mapping[str, Tool]
@@ -151,11 +165,13 @@ class AgentDefinition:
     def validate_client_data(self, client_data: Mapping[str, Any] | None) -> dict[str, Any]:
         return _validate(self.client_data_schema, client_data or {}, "client_data")
 
-    async def resolve_instructions(self, behavior: AgentBehaviorInput) -> str | None:
-        if callable(self.instructions):
-            value = await call_user(self.instructions, behavior)
-            return None if value is None else str(value)
-        return self.instructions
+    async def resolve_instructions(self, behavior: AgentBehaviorInput) -> InstructionsValue | None:
+        """The instructions for one model step: a string, one system message or a list of
+        system messages, kept as given (AD-024, AD-025)."""
+        value: Any = self.instructions
+        if callable(value):
+            value = await call_user(value, behavior)
+        return instructions_value(value, agent=self.name)
 
     async def resolve_model(self, behavior: AgentBehaviorInput) -> ModelSelection:
         source = self.model
@@ -174,6 +190,57 @@ class AgentDefinition:
         if self.runtime_context is None:
             return None
         return await call_user(self.runtime_context, behavior)
+
+
+def instructions_value(value: Any, *, agent: str) -> InstructionsValue | None:
+    """Check and normalize an instructions value (AD-024): None, a string, one system
+    message (a mapping) or a sequence of system messages; anything else becomes ``str()``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return _system_message(value, agent)
+    if isinstance(value, Sequence):
+        return [_system_message(item, agent) for item in value]
+    return str(value)
+
+
+def instructions_split(
+    value: InstructionsValue | None,
+) -> tuple[str | None, list[ModelMessage]]:
+    """``(system, leading messages)`` for a provider request: a string is the system
+    prompt; structured instructions become leading system messages, in order (AD-024)."""
+    if value is None or isinstance(value, str):
+        return value, []
+    if isinstance(value, Mapping):
+        return None, [dict(value)]
+    return None, [dict(m) for m in value]
+
+
+def _system_message(item: Any, agent: str) -> ModelMessage:
+    if not isinstance(item, Mapping) or item.get("role") != "system":
+        raise AgentDefinitionError(
+            f"agent {agent!r}: structured instructions are system messages "
+            f"({{'role': 'system', 'content': ...}}), not {item!r}"
+        )
+    return dict(item)
+
+
+def _is_pydantic_schema(schema: Any) -> bool:
+    return isinstance(schema, TypeAdapter) or (
+        isinstance(schema, type) and issubclass(schema, BaseModel)
+    )
+
+
+def _default_version(name: str, tools: Mapping[str, Tool], max_steps: int) -> str:
+    """A stable version PAI supplies when the application gives none (AD-002): a
+    fingerprint of the definition's declared surface."""
+    surface = {
+        "name": name,
+        "maxSteps": max_steps,
+        "tools": {key: tool.manifest() for key, tool in sorted(tools.items())},
+    }
+    digest = hashlib.sha256(json.dumps(surface, sort_keys=True, default=str).encode())
+    return f"pai-{digest.hexdigest()[:12]}"
 
 
 def _validate(
@@ -210,7 +277,10 @@ def define_agent(
 ) -> AgentDefinition:
     """Define an agent.
 
-    ``instructions`` is a string or a builder called for each model step; ``model`` is a
+    ``instructions`` is a string, one system message (``{"role": "system", "content": ...}``,
+    optionally with ``providerOptions``), an ordered list of system messages, or a builder
+    (sync or async) returning one of those, called for each model step; ``version`` defaults
+    to a fingerprint of the declared surface; ``model`` is a
     :class:`LanguageModel`, a :class:`ModelSelection`, or a resolver (sync or async) that
     returns either, called once per run. ``identity`` and ``client_data`` are pydantic
     models validating the trusted caller and the untrusted client data.
@@ -232,6 +302,24 @@ def define_agent(
         raise AgentDefinitionError(f"agent {name!r}: unknown send_policy {send_policy!r}")
     if max_steps < 1:
         raise AgentDefinitionError(f"agent {name!r}: max_steps must be at least 1")
+    if version is not None and (not isinstance(version, str) or not version):
+        raise AgentDefinitionError(f"agent {name!r}: version must be a non-empty string")
+    # AD-005: only pydantic schemas (models, or TypeAdapters where a value is not an object).
+    for what, schema in (("identity", identity), ("client_data", client_data)):
+        if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise AgentDefinitionError(f"agent {name!r}: {what} must be a pydantic model class")
+    for key, schema in (ui_data_schemas or {}).items():
+        if not isinstance(key, str) or not key or key.startswith("pai-"):
+            raise AgentDefinitionError(
+                f"agent {name!r}: ui_data_schemas key {key!r} must be a non-empty name "
+                "outside the reserved 'pai-' prefix"
+            )
+        if not _is_pydantic_schema(schema):
+            raise AgentDefinitionError(
+                f"agent {name!r}: ui_data_schemas[{key!r}] must be a pydantic model or TypeAdapter"
+            )
+    if not callable(instructions):
+        instructions_value(instructions, agent=name)  # AD-024: checked at definition time
     tool_map: dict[str, Tool] = {}
     configs: dict[str, ToolConfig] = {}
     items = (
@@ -291,7 +379,7 @@ def define_agent(
             raise AgentDefinitionError(f"agent {name!r}: {what}: {exc}") from exc
     return AgentDefinition(
         name=name,
-        version=version,
+        version=version if version is not None else _default_version(name, tool_map, max_steps),
         description=description,
         instructions=instructions,
         model=model,

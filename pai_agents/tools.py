@@ -20,11 +20,23 @@ from pai_agents.abort import AbortSignal
 from pai_agents.json import JsonValue, NotStrictJson, ensure_strict_json
 from pai_agents.models.base import ToolSpec
 
-__all__ = ["Tool", "ToolContext", "ToolError", "ToolInputError", "tool"]
+__all__ = ["Tool", "ToolContext", "ToolError", "ToolFailure", "ToolInputError", "tool"]
 
 
 class ToolError(Exception):
     """Raise from ``execute`` to report a failure the model should see, verbatim."""
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    """A deliberate failure *returned* from ``execute`` (``return ctx.fail("...")``).
+
+    The model sees ``message`` verbatim as the call's ``output-error``, like a
+    :class:`ToolError`, but lifecycle hooks can tell the two apart: ``after_tool_result``
+    sees ``source="fail"`` here and ``source="throw"`` for anything raised (LC-139).
+    """
+
+    message: str
 
 
 class ToolInputError(ValueError):
@@ -49,6 +61,10 @@ class ToolContext:
         """The tool's context: its registration's ``map_context`` value, else the agent's
         runtime context (AD-059)."""
         return self.runtime_context
+
+    def fail(self, message: str) -> ToolFailure:
+        """Return this from ``execute`` to fail the call on purpose (``source="fail"``)."""
+        return ToolFailure(str(message))
 
 
 Execute = Callable[..., Any]
@@ -84,6 +100,13 @@ class Tool:
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "a").replace("-", "a").isalnum():
             raise ValueError(f"tool name {self.name!r} must be letters, digits, '_' or '-'")
+        # AD-005: only pydantic schemas describe a tool's input and output.
+        if not (isinstance(self.input_model, type) and issubclass(self.input_model, BaseModel)):
+            raise TypeError(f"tool {self.name!r}: input must be a pydantic model class")
+        if self.output_model is not None and not (
+            isinstance(self.output_model, type) and issubclass(self.output_model, BaseModel)
+        ):
+            raise TypeError(f"tool {self.name!r}: output must be a pydantic model class")
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -123,8 +146,11 @@ class Tool:
             )
             raise ToolInputError(f"Invalid input for tool {self.name}: {details}") from exc
 
-    async def arun(self, parsed: BaseModel, context: ToolContext) -> JsonValue:
-        """Execute the tool; sync callables run in a worker thread to keep the loop free."""
+    async def arun(self, parsed: BaseModel, context: ToolContext) -> JsonValue | ToolFailure:
+        """Execute the tool; sync callables run in a worker thread to keep the loop free.
+
+        A returned :class:`ToolFailure` is passed on as is (the engine makes it the call's
+        error); any other value is the output, serialized."""
         if self.execute is None:
             raise ToolError(f"Tool {self.name} has no server-side execute")
         args: tuple[Any, ...] = (parsed, context) if self._pass_context else (parsed,)
@@ -134,6 +160,8 @@ class Tool:
             result = await asyncio.to_thread(self.execute, *args)
             if inspect.isawaitable(result):
                 result = await result
+        if isinstance(result, ToolFailure):
+            return result
         return self.serialize_output(result)
 
     def serialize_output(self, result: Any) -> JsonValue:

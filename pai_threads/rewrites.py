@@ -6,7 +6,10 @@ runs, and the visibility changes, the hook's validated thread-metadata patches a
 version bump are written together, so they commit or roll back as one (LC-057). The
 ``history_rewritten`` fact is scheduled with ``transaction.on_commit``: it never runs for a
 rolled-back rewrite, gets ``after_version`` (LC-062) and its failure is only reported
-(LC-063). Also: the parsed ``{}`` metadata defaults of new runs and threads (AD-031).
+(LC-063). Once committed, a rewrite that changed visibility or public thread metadata
+publishes the public thread head (``thread.updated``), like a facade write; lifecycle
+visibility writes publish through the facade. Also: the parsed ``{}`` metadata defaults of
+new runs and threads (AD-031).
 """
 
 from __future__ import annotations
@@ -183,6 +186,7 @@ def _commit(
         run_id=run_id,
     )
     now = timezone.now()
+    public_before = thread.metadata or {}
     for message_id, after in visibility.items():
         _committed(thread).filter(message_id=message_id).update(
             in_transcript=after.transcript, in_context=after.context, updated_at=now
@@ -199,7 +203,22 @@ def _commit(
         bags.private,
         bags.public,
     )
+    if visibility or dict(bags.public) != public_before:
+        _publish_head_on_commit(thread)
     _schedule_rewritten(thread.id, agent, rewrite, after_version, runtime_context, run_id)
+
+
+def _publish_head_on_commit(thread: Thread) -> None:
+    """After the rewrite commits, clients get the public thread head, as after a facade
+    visibility or public-metadata write (LC-029..LC-031); a rollback publishes nothing and
+    private metadata is in no payload."""
+    # Imported here: the realtime projections import services, which imports this module.
+    from pai_threads.realtime.heads import thread_updated
+    from pai_threads.realtime.publisher import publish_sync
+
+    thread.refresh_from_db()
+    events = [thread_updated(thread)]
+    transaction.on_commit(lambda: publish_sync(thread.id, events))
 
 
 def _prepare(

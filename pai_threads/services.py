@@ -180,6 +180,8 @@ def _validate_user_message(
         kind = part.get("type") if isinstance(part, dict) else None
         if not isinstance(kind, str) or not (kind in USER_PART_TYPES or kind.startswith("data-")):
             raise InvalidInput(f"parts[{index}]: type must be text, file or data-*")
+        if kind.startswith("data-pai-"):  # MF-011: reserved for the runtime
+            raise InvalidInput(f"parts[{index}]: data-pai-* parts are reserved for the runtime")
         if kind == "text" and not isinstance(part.get("text"), str):
             raise InvalidInput(f"parts[{index}]: a text part needs a string 'text'")
         if kind == "file" and not (
@@ -545,9 +547,17 @@ def trigger(
     client_data: Mapping[str, Any] | None = None,
     dispatch: bool = True,
 ) -> Run:
-    """Start a run from trusted server code, without a user message (e.g. a schedule)."""
+    """Start a run from trusted server code, without a user message (e.g. a schedule).
+
+    Access checks come first (LC-068): another scope's thread is NotFound, identity or
+    client data failing the agent's schemas is InvalidInput, and nothing is stored."""
     thread = get_thread(identity, thread_id)
     agent = registry.get_agent(thread.agent_name)
+    try:
+        trusted_identity = agent.validate_identity(identity.data)
+        data = agent.validate_client_data(client_data)
+    except InvalidAgentInput as exc:
+        raise InvalidInput(str(exc)) from exc
     with transaction.atomic():
         Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").get()
         if Run.objects.active().filter(thread=thread).exists():
@@ -557,8 +567,8 @@ def trigger(
             scope_key=thread.scope_key,
             agent_name=thread.agent_name,
             initiator=Run.Initiator.TRIGGER,
-            identity=agent.validate_identity(identity.data),
-            client_data=agent.validate_client_data(client_data),
+            identity=trusted_identity,
+            client_data=data,
             **run_metadata_defaults(agent),
         )
         if dispatch:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from pai_agents.engine.store import (
     TERMINAL_STATUSES,
@@ -79,6 +80,7 @@ _CLAIM_COLUMNS = (
     "attempt",
     "lease_token",
     "usage",
+    "started_at",
 )
 _JSON_COLUMNS = frozenset({"identity", "client_data", "usage"})
 
@@ -120,7 +122,17 @@ def _claim_returning(run_id: str, *, owner: str, lease_seconds: float) -> dict[s
     for column in _JSON_COLUMNS:
         if isinstance(values[column], str | bytes):
             values[column] = json.loads(values[column])
+    values["started_at"] = _aware(values["started_at"])
     return values
+
+
+def _aware(value: datetime | str | None) -> datetime | None:
+    """A raw cursor's datetime as an aware UTC value (SQLite returns naive UTC text)."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is not None and timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
 
 
 def _output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[str, Any]:
@@ -211,6 +223,7 @@ class ORMThreadStore:
             ),
             last_message_open=bool(last and last.status == Message.Status.OPEN),
             executing_tool_calls=executing,
+            started_at=run.started_at,
         )
 
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
@@ -384,10 +397,16 @@ class ORMThreadStore:
             )
         return [cast(UIMessage, row.to_ui_message()) for row in rows]
 
-    def finish_run_sync(self, lease: Lease, outcome: RunOutcome) -> None:
+    def finish_run_sync(
+        self, lease: Lease, outcome: RunOutcome, *, discard_open_step: int | None = None
+    ) -> None:
         with transaction.atomic():
             _before_end(lease, outcome)
             _fence(lease, **_outcome_changes(outcome))
+            if discard_open_step is not None:
+                Message.objects.filter(
+                    run_id=lease.run_id, step_index=discard_open_step, status=Message.Status.OPEN
+                ).delete()
             _after_end(lease, outcome)
 
     # -- the async protocol --
@@ -440,8 +459,10 @@ class ORMThreadStore:
     async def take_steering(self, lease: Lease) -> list[UIMessage]:
         return await _db(self.take_steering_sync, lease)
 
-    async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
-        await _db(self.finish_run_sync, lease, outcome)
+    async def finish_run(
+        self, lease: Lease, outcome: RunOutcome, *, discard_open_step: int | None = None
+    ) -> None:
+        await _db(self.finish_run_sync, lease, outcome, discard_open_step=discard_open_step)
 
     # -- the lifecycle facade (pai_agents.engine.hooks.LifecycleStore); no I/O until used --
 

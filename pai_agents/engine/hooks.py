@@ -80,8 +80,10 @@ from pai_agents.lifecycle.inputs import (
     TransformStepStreamInput,
 )
 from pai_agents.lifecycle.model_call import ModelCallOutcome, open_model_stream, run_model_call
+from pai_agents.lifecycle.output import StructuredOutputError, validate_output
 from pai_agents.lifecycle.overlay import EpisodeState
 from pai_agents.lifecycle.patches import ModelStepPatch, apply_patch, coerce_patch
+from pai_agents.lifecycle.reasoning import HiddenReasoning
 from pai_agents.lifecycle.request import ModelStepRequest, to_model_request
 from pai_agents.lifecycle.results import (
     AssistantResponse,
@@ -102,6 +104,7 @@ from pai_agents.lifecycle.streams import (
     ModelStepStreamResult,
     StepAborted,
     abort_step,
+    canonical_step_stream,
     synthetic_step_stream,
 )
 from pai_agents.lifecycle.ui_data import UiDataWriterImpl
@@ -241,6 +244,7 @@ class LifecycleEpisode:
         self._tool_specs = {name: t.spec() for name, t in self.agent.tools.items()}
         # LC-121: the parsed input of each validated call, so nothing parses it again.
         self._parsed: dict[str, Any] = {}
+        self._hidden = HiddenReasoning()  # TH-016: reasoning kept from clients
 
     # -- entry points --
 
@@ -256,6 +260,7 @@ class LifecycleEpisode:
                 runtime_context=None,
                 thread_id=claim.thread_id,
                 run_id=claim.lease.run_id,
+                signal=self.signal,  # AD-013, AD-016
             )
             runtime_context = await self.agent.build_runtime_context(behavior)
             self.behavior = dataclasses.replace(behavior, runtime_context=runtime_context)
@@ -272,10 +277,12 @@ class LifecycleEpisode:
             if isinstance(decision, Respond):
                 return await self._respond_without_model(decision)
             if isinstance(decision, Complete):
-                return await self._end(RunOutcome(status="completed", usage=usage))  # type: ignore[arg-type]
+                return await self._end_before_model(RunOutcome(status="completed", usage=usage))  # type: ignore[arg-type]
             if isinstance(decision, Fail):
                 error = {"reason": decision.reason, "message": decision.message}
-                return await self._end(RunOutcome(status="failed", error=error, usage=usage))  # type: ignore[arg-type]
+                return await self._end_before_model(
+                    RunOutcome(status="failed", error=error, usage=usage)  # type: ignore[arg-type]
+                )
             patch = decision.patch if isinstance(decision, Continue) else None
             self.episode = EpisodeState.start(
                 cast(Any, patch), agent_max_steps=self.agent.max_steps
@@ -354,15 +361,22 @@ class LifecycleEpisode:
             private = cast(RunMetadataClient, _Unsupported("run.private_metadata"))
             public = cast(RunMetadataClient, _Unsupported("run.metadata"))
         initiator = self.claim.initiator
-        now = datetime.now(UTC).isoformat()
+        episode_start = datetime.now(UTC)
+        # LC-007: the start the store recorded at the run's first claim, the same in every
+        # episode. LC-008: the episode's own start; the first episode is the run's start.
+        run_start = (self.claim.started_at or episode_start).astimezone(UTC)
+        if self.claim.attempt <= 1:
+            episode_start = run_start
         self.run_info = LifecycleRun(
             run_id=lease.run_id,
             thread_id=self.claim.thread_id,
             initiator=cast(
                 Any, initiator if initiator in ("send", "trigger", "regenerate") else "send"
             ),
-            started_at=now,
-            execution=ExecutionInfo(operation=self._operation(), started_at=now),
+            started_at=run_start.isoformat(),
+            execution=ExecutionInfo(
+                operation=self._operation(), started_at=episode_start.isoformat()
+            ),
             private_metadata=private,
             metadata=public,
         )
@@ -377,8 +391,11 @@ class LifecycleEpisode:
         }
 
     async def _latest_user_message(self) -> LifecycleMessage | None:
-        """LC-069: the user message this operation appended (none on resume)."""
-        if self._operation() == "resume" or not isinstance(self.store, LifecycleStore):
+        """LC-069: the user message this operation appended (none on resume or trigger).
+
+        The one input message, read only because prepare_run is defined; never a history
+        page (LC-020)."""
+        if self._operation() in ("resume", "trigger") or not isinstance(self.store, LifecycleStore):
             return None
         page = await self.thread.messages.list(view="all", order="desc", limit=1)
         if page.items and page.items[0].role == "user":
@@ -424,7 +441,7 @@ class LifecycleEpisode:
         if "resolve_model_context" not in self.phases:
             history = await self.store.load_context(lease)
             self.ctx.history = history
-            return to_model_messages(history)
+            return to_model_messages(self._hidden.restore(history))
         anchored = await AnchoredHistory.anchor(self.resolver_thread.messages)  # LC-044
         through = anchored.through
 
@@ -438,7 +455,7 @@ class LifecycleEpisode:
                 if through.id in ids:
                     history = history[: ids.index(through.id) + 1]
             self.ctx.history = history
-            return to_model_messages(history)
+            return to_model_messages(self._hidden.restore(history))
 
         resolved = await self.lifecycle.resolve_model_context(
             ResolveModelContextInput(
@@ -510,19 +527,32 @@ class LifecycleEpisode:
                 request = apply_patch(request, coerce_patch(decision.patch, ModelStepPatch))
             elif isinstance(decision, Respond):  # LC-080, LC-082
                 return await self._synthetic(
-                    index, step, request, decision.response, decision.outcome, decision.reason
+                    index,
+                    step,
+                    request,
+                    decision.response,
+                    decision.outcome,
+                    decision.reason,
+                    message_id=reuse_id,  # replaces a dead attempt's open message
+                    replace_open=reuse_id is not None,
                 )
             elif isinstance(decision, Block):  # LC-081
                 if decision.response is None:
-                    return await self._end(
-                        RunOutcome(
-                            status="blocked",
-                            error={"reason": decision.reason},
-                            usage=self.ctx.usage,
-                        )
+                    blocked = RunOutcome(
+                        status="blocked", error={"reason": decision.reason}, usage=self.ctx.usage
                     )
+                    if reuse_id is None:
+                        return await self._end(blocked)
+                    return await self._end_dropping_open(blocked, index)
                 return await self._synthetic(
-                    index, step, request, decision.response, "blocked", decision.reason
+                    index,
+                    step,
+                    request,
+                    decision.response,
+                    "blocked",
+                    decision.reason,
+                    message_id=reuse_id,
+                    replace_open=reuse_id is not None,
                 )
         generation = _Generation(
             claim,
@@ -537,7 +567,8 @@ class LifecycleEpisode:
             call = await run_model_call(self.lifecycle, request, self._provider)
             # LC-128: a tool the effective request omitted cannot execute in this attempt.
             translator = CanonicalStepTranslator(
-                {n: t for n, t in self.agent.tools.items() if call.may_execute(n)}
+                {n: t for n, t in self.agent.tools.items() if call.may_execute(n)},
+                provider_tools=call.request.provider_tools,  # LC-127: the attempt's own
             )
             summary = await self._consume(
                 step, call, generation, translator, restarted=bool(reuse_id)
@@ -583,6 +614,10 @@ class LifecycleEpisode:
                 await engine._generation_finished(claim, generation.message)
                 return None
             done = RunOutcome(status="completed", usage=ctx.usage)
+            invalid = _invalid_output(call.request, generation.message)  # TH-021
+            if invalid is not None:
+                error = {"type": type(invalid).__name__, "message": str(invalid)[:2000]}
+                done = RunOutcome(status="failed", error=error, usage=ctx.usage)
             await self.store.commit_step(
                 lease,
                 message=generation.message,
@@ -592,6 +627,8 @@ class LifecycleEpisode:
             )
             self.final_message = generation.message
             await engine._finished(claim, generation.message, done)
+            if invalid is not None:
+                await report_runtime_error(self.agent, claim, invalid)
             return done
         return await self._tool_step(step, generation, translator, record, call.request)
 
@@ -626,7 +663,8 @@ class LifecycleEpisode:
             if pending:
                 await generation.emit(*pending)
                 pending.clear()
-            chunks = _translate(translator, part)
+            hidden = not self.episode.send_reasoning and self._hidden.take(part, generation.message)
+            chunks = [] if hidden else _translate(translator, part)  # TH-016
             if chunks:
                 await generation.emit(*chunks)
             if self.signal.aborted:
@@ -661,7 +699,7 @@ class LifecycleEpisode:
             TransformStepStreamInput(
                 **self._base(),
                 step=step,
-                stream=stream,
+                stream=canonical_step_stream(stream),  # LC-104: the canonical field names
                 input=request,
                 ui_data=writer,
                 abort=abort_step,
@@ -697,6 +735,7 @@ class LifecycleEpisode:
                 usage=usage,  # type: ignore[arg-type]
             )
         step = StepInfo(step_id=new_id("stp"), index=self.claim.step_count)
+        reuse = self.claim.last_message if self.claim.last_message_open else None
         return await self._synthetic(
             self.claim.step_count,
             step,
@@ -704,6 +743,8 @@ class LifecycleEpisode:
             decision.response,
             decision.outcome,
             decision.reason,
+            message_id=reuse["id"] if reuse else None,  # replaces a dead attempt's message
+            replace_open=reuse is not None,
         )
 
     async def _synthetic(
@@ -728,6 +769,7 @@ class LifecycleEpisode:
             self.engine.sink,
             {"id": message_id or new_id("msg"), "role": "assistant", "parts": []},
         )
+        generation.checkpointed = replace_open  # an abort drops that open row too
         translator: StepTranslator = CanonicalStepTranslator({})
         started_at = datetime.now(UTC)
         stream = synthetic_step_stream(response)
@@ -806,7 +848,23 @@ class LifecycleEpisode:
                 error=error,
             )
         outcome = RunOutcome(status=aborted.outcome, error=error, usage=self.ctx.usage)
+        if not generation.checkpointed:
+            return await self._end(outcome)
+        return await self._end_dropping_open(outcome, index)
+
+    async def _end_before_model(self, outcome: RunOutcome) -> RunOutcome:
+        """prepare_run ended the run: a dead attempt's open message goes with it."""
+        if self.claim.last_message_open:
+            return await self._end_dropping_open(outcome, self.claim.step_count)
         return await self._end(outcome)
+
+    async def _end_dropping_open(self, outcome: RunOutcome, index: int) -> RunOutcome:
+        """End the run without committing step ``index``: its open row (a checkpoint, or a
+        dead attempt's) is deleted in the ending transaction, so no refresh shows it and no
+        message stays open after the run (LC-116)."""
+        await self.store.finish_run(self.claim.lease, outcome, discard_open_step=index)
+        await self.engine._status(self.claim, outcome)
+        return outcome
 
     # -- tools --
 
@@ -906,6 +964,7 @@ class LifecycleEpisode:
                 runtime_context=self.runtime_context,
                 thread_id=self.behavior.thread_id,
                 run_id=self.behavior.run_id,
+                signal=self.behavior.signal,
                 input=self._parsed_input(str(chunk.get("toolCallId")), tool, value),
                 output=output,
                 tool_name=name,
@@ -1109,11 +1168,12 @@ class LifecycleEpisode:
         chunks: list[UIMessageChunk] = []
         to_execute: list[PendingCall] = []
         approved: list[str] = []
+        resumed: dict[str, ResumeEntry] = {}
         inputs: dict[str, tuple[str, Any]] = {}
         for part in message["parts"]:
             name = tool_name_of(part)
-            if name is None:
-                continue
+            if name is None or part.get("providerExecuted") is True:
+                continue  # a provider-executed result is the provider's, not a client's
             inputs[str(part.get("toolCallId"))] = (name, part.get("input"))
             pai = (part.get("toolMetadata") or {}).get("pai") or {}
             tool = self.agent.tools.get(name)
@@ -1122,11 +1182,12 @@ class LifecycleEpisode:
                 and tool.execute is None
                 and not tool.needs_approval
                 and part.get("state") in ("output-available", "output-error")
-                and pai.get("source") in (None, "client")
+                and pai.get("source") in (None, "client", "manual")
                 and not pai.get("settled")
             ):
-                # A client-submitted result: validated (LC-142), then after_tool_result.
-                chunks.append(self._client_result(part, tool))
+                # A client-submitted or manually fulfilled result: validated (LC-142), then
+                # after_tool_result with its source (LC-137, LC-138).
+                chunks.append(self._client_result(part, tool, pai.get("source") or "client"))
         for part in open_tool_parts(message):
             call_id = part["toolCallId"]
             name = tool_name_of(part) or ""
@@ -1156,6 +1217,7 @@ class LifecycleEpisode:
                     routed = await self._before_tool(step, pending, entry)
                     if isinstance(routed, PendingCall):
                         approved.append(call_id)
+                        resumed[call_id] = entry
                         to_execute.append(routed)
                     else:
                         chunks.append(routed)
@@ -1192,7 +1254,17 @@ class LifecycleEpisode:
         executed = await self._run_timed(to_execute)
         await generation.emit(
             *[
-                await self._after_tool(step, c, call.tool.name, call.input, duration_ms=ms)
+                # A call run because its suspension was answered is a resumed tool
+                # (source "resume", entry "resume"); an idempotent re-run is an execution.
+                await self._after_tool(
+                    step,
+                    c,
+                    call.tool.name,
+                    call.input,
+                    duration_ms=ms,
+                    default_source="resume" if call.tool_call_id in resumed else "execute",
+                    entry=resumed.get(call.tool_call_id),
+                )
                 for (c, ms), call in zip(executed, to_execute, strict=True)
             ]
         )
@@ -1213,22 +1285,24 @@ class LifecycleEpisode:
         await engine._generation_finished(claim, generation.message)
         return None
 
-    def _client_result(self, part: Mapping[str, Any], tool: Any) -> UIMessageChunk:
+    def _client_result(
+        self, part: Mapping[str, Any], tool: Any, source: Literal["client", "manual"] = "client"
+    ) -> UIMessageChunk:
         call_id = str(part["toolCallId"])
         if part.get("state") == "output-error":
-            chunk = error_chunk(call_id, str(part.get("errorText", "")), "client")
+            chunk = error_chunk(call_id, str(part.get("errorText", "")), source)
         else:
             try:
                 output = tool.serialize_output(part.get("output"))  # LC-142
             except Exception as exc:
                 return error_chunk(
-                    call_id, f"Invalid result for tool {tool.name}: {exc}"[:2000], "client"
+                    call_id, f"Invalid result for tool {tool.name}: {exc}"[:2000], source
                 )
             chunk = {
                 "type": "tool-output-available",
                 "toolCallId": call_id,
                 "output": output,
-                "toolMetadata": {"pai": {"source": "client"}},
+                "toolMetadata": {"pai": {"source": source}},
             }
         return chunk
 
@@ -1252,6 +1326,18 @@ def _translate(translator: StepTranslator, part: StepStreamPart) -> list[UIMessa
     if kind.startswith("data-") or kind in ("source-url", "source-document", "file"):
         return [cast(UIMessageChunk, native)]
     return []
+
+
+def _invalid_output(request: ModelStepRequest, message: UIMessage) -> StructuredOutputError | None:
+    """TH-021: the error when a structured-output run's final text does not validate."""
+    if request.output is None:
+        return None
+    try:
+        validate_output(request.output, message)
+    except StructuredOutputError as exc:
+        logger.warning("run %s: %s", request.run_id, exc, extra={"run_id": request.run_id})
+        return exc
+    return None
 
 
 def _frozen_message(message: UIMessage) -> LifecycleMessage:

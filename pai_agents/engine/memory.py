@@ -55,6 +55,8 @@ class MemoryRun:
     usage: dict[str, Any] = field(default_factory=dict)
     error: dict[str, Any] | None = None
     cancel_requested: bool = False
+    # Set by the first claim only: the logical run start hooks see as run.started_at (LC-007).
+    started_at: datetime | None = None
 
 
 @dataclass(kw_only=True)
@@ -151,6 +153,8 @@ class InMemoryThreadStore:
             run.lease_expires_at = now + timedelta(seconds=lease_seconds)
             run.lease_token += 1
             run.attempt += 1
+            if run.started_at is None:
+                run.started_at = now
             return ClaimedRun(
                 lease=Lease(
                     run_id=run.id,
@@ -175,6 +179,7 @@ class InMemoryThreadStore:
                     for (run_id, call_id), action in self.actions.items()
                     if run_id == run.id and action["status"] == "executing"
                 ),
+                started_at=run.started_at,
             )
 
     def _fenced(self, lease: Lease) -> MemoryRun:
@@ -320,9 +325,22 @@ class InMemoryThreadStore:
                 )
             return copy.deepcopy(taken)
 
-    async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
+    async def finish_run(
+        self, lease: Lease, outcome: RunOutcome, *, discard_open_step: int | None = None
+    ) -> None:
         with self._lock:
-            self._end(self._fenced(lease), outcome)
+            run = self._fenced(lease)
+            if discard_open_step is not None:
+                self.messages = [
+                    m
+                    for m in self.messages
+                    if not (
+                        m.run_id == run.id
+                        and m.step_index == discard_open_step
+                        and m.status == "open"
+                    )
+                ]
+            self._end(run, outcome)
 
     # -- the lifecycle facade (pai_agents.engine.hooks.LifecycleStore) --
 

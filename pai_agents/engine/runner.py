@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pai_agents.abort import Aborted, AbortSignal
-from pai_agents.agent import AgentBehaviorInput, AgentDefinition
+from pai_agents.agent import AgentBehaviorInput, AgentDefinition, instructions_split
 from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.lease_keeper import LeaseKeeper
 from pai_agents.engine.step_stream import StepTranslator
@@ -41,6 +41,7 @@ from pai_agents.messages.model_messages import prune_reasoning, to_model_message
 from pai_agents.messages.reducer import MessageReducer
 from pai_agents.messages.types import UIMessage, UIMessageChunk
 from pai_agents.models.base import ModelRequest, ModelSelection, Usage, add_usage
+from pai_agents.tools import ToolFailure
 
 __all__ = ["RunEngine"]
 
@@ -155,6 +156,7 @@ class RunEngine:
                 runtime_context=None,
                 thread_id=claim.thread_id,
                 run_id=claim.lease.run_id,
+                signal=signal,
             )
             runtime_context = await self.agent.build_runtime_context(behavior)
             behavior = AgentBehaviorInput(
@@ -163,6 +165,7 @@ class RunEngine:
                 runtime_context=runtime_context,
                 thread_id=claim.thread_id,
                 run_id=claim.lease.run_id,
+                signal=signal,
             )
             selection = await self.agent.resolve_model(behavior)
             history = await self.store.load_context(claim.lease)
@@ -283,11 +286,13 @@ class RunEngine:
         restarted: bool,
     ) -> dict[str, Any]:
         ctx.signal.raise_if_aborted()
-        instructions = await self.agent.resolve_instructions(ctx.behavior)
+        # AD-024, AD-025: structured instructions lead the messages, in order, with their
+        # message-local provider options.
+        system, leading = instructions_split(await self.agent.resolve_instructions(ctx.behavior))
         tools = [t.spec() for t in self.agent.tools.values()]
         request = ModelRequest(
-            messages=prune_reasoning(to_model_messages(ctx.history)),
-            system=instructions,
+            messages=[*leading, *prune_reasoning(to_model_messages(ctx.history))],
+            system=system,
             tools=tools,
             settings=ctx.selection.settings,
             provider_options=ctx.selection.provider_options,
@@ -364,7 +369,7 @@ class RunEngine:
         results: list[UIMessageChunk] = []
         for call, task in zip(calls, tasks, strict=True):
             if task.done() and not task.cancelled():
-                results.append(task.result())
+                results.append(_failed(task.result()))
             else:
                 task.cancel()
                 call_id = call.tool_call_id if hasattr(call, "tool_call_id") else call[2]
@@ -529,6 +534,19 @@ class RunEngine:
 
             await report_runtime_error(self.agent, claim, exc)
         return outcome
+
+
+def _failed(chunk: UIMessageChunk) -> UIMessageChunk:
+    """A returned ``ctx.fail(...)`` becomes the call's error, source ``fail`` (LC-139)."""
+    failure = chunk.get("output")
+    if chunk.get("type") != "tool-output-available" or not isinstance(failure, ToolFailure):
+        return chunk
+    return {
+        "type": "tool-output-error",
+        "toolCallId": chunk["toolCallId"],
+        "errorText": failure.message,
+        "toolMetadata": {"pai": {"source": "fail"}},
+    }
 
 
 def _end_chunks(finish_reason: str) -> list[UIMessageChunk]:

@@ -78,6 +78,9 @@ class ClaimedRun:
     last_message_open: bool = False
     # Tool calls whose approved execution had started (a crash there must not re-run them).
     executing_tool_calls: frozenset[str] = frozenset()
+    # The logical run's start: stored by the run's first claim and unchanged by every later
+    # one (resume, recovery), so hooks see one ``run.started_at`` per run (LC-007).
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,6 +183,10 @@ class ThreadStore(Protocol):
         """
         ...
 
-    async def finish_run(self, lease: Lease, outcome: RunOutcome) -> None:
-        """End the run with ``outcome`` and release the lease."""
+    async def finish_run(
+        self, lease: Lease, outcome: RunOutcome, *, discard_open_step: int | None = None
+    ) -> None:
+        """End the run with ``outcome`` and release the lease. ``discard_open_step``: delete
+        that step's open checkpoint in the same transaction (a policy abort drops the
+        partial step, LC-116)."""
         ...

@@ -1,8 +1,9 @@
 """Executing tool calls and settling the ones that cannot complete.
 
-Every stored tool call ends with a result: executed, denied, or a synthetic error whose
-``toolMetadata.pai.source`` says why (``cancel``, ``recovery``), so a thread is never left
-in a state a model provider rejects.
+Every stored tool call the runtime owns ends with a result: executed, denied, or a synthetic
+error whose ``toolMetadata.pai.source`` says why (``cancel``, ``recovery``), so a thread is
+never left in a state a model provider rejects. Provider-executed calls are the provider's
+(:mod:`pai_agents.engine.provider_calls`).
 """
 
 from __future__ import annotations
@@ -60,8 +61,13 @@ def tool_name_of(part: UIMessagePart) -> str | None:
 
 
 def open_tool_parts(message: UIMessage) -> Iterable[UIMessagePart]:
-    """Tool parts without a final result (the states a provider would reject)."""
+    """Tool parts without a final result (the states a provider would reject).
+
+    Provider-executed parts are the provider's: the runtime never executes, settles or waits
+    for them (LC-127), so they are never open here."""
     for part in message["parts"]:
+        if part.get("providerExecuted") is True:
+            continue
         if tool_name_of(part) is not None and part.get("state") in (
             "input-streaming",
             "input-available",

@@ -8,6 +8,13 @@ lease-fenced ``thread`` facade of :mod:`.facade`.
 
 from __future__ import annotations
 
+from pai_agents.lifecycle.compaction import (
+    CompactionState,
+    ContextCompaction,
+    SummarizeInput,
+    context_compaction,
+    estimate_tokens,
+)
 from pai_agents.lifecycle.compose import (
     ComposedLifecycle,
     LifecycleTrace,
@@ -75,6 +82,8 @@ from pai_agents.lifecycle.metadata import (
     replace_metadata,
 )
 from pai_agents.lifecycle.model_call import ModelCallOutcome, open_model_stream, run_model_call
+from pai_agents.lifecycle.observers import ExtensionObserver, observe
+from pai_agents.lifecycle.output import StructuredOutputError, validate_output
 from pai_agents.lifecycle.overlay import EpisodeState, ModelOverlay
 from pai_agents.lifecycle.patches import (
     LifecyclePatchError,
@@ -140,13 +149,16 @@ __all__ = [
     "BeforeToolCallInput",
     "BeforeToolCallResult",
     "Block",
+    "CompactionState",
     "Complete",
     "ComposedLifecycle",
+    "ContextCompaction",
     "ContextProjection",
     "Continue",
     "EffectiveModelCall",
     "EpisodeState",
     "ExecutionInfo",
+    "ExtensionObserver",
     "Fail",
     "HistoryRewrite",
     "HistoryRewritePatch",
@@ -205,6 +217,8 @@ __all__ = [
     "StepInfo",
     "StepToolCall",
     "StopCondition",
+    "StructuredOutputError",
+    "SummarizeInput",
     "ThreadContextClient",
     "ThreadMessageClient",
     "ThreadMetadataClient",
@@ -227,9 +241,12 @@ __all__ = [
     "combine_next_step_patches",
     "combine_signals",
     "compose_lifecycle",
+    "context_compaction",
+    "estimate_tokens",
     "has_tool_call",
     "merge_metadata",
     "merge_patches",
+    "observe",
     "open_model_stream",
     "prune_request",
     "public_projection",
@@ -240,4 +257,5 @@ __all__ = [
     "stop_when",
     "synthetic_step_stream",
     "to_model_request",
+    "validate_output",
 ]

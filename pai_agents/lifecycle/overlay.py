@@ -67,6 +67,11 @@ class EpisodeState:
         return self.agent_max_steps
 
     @property
+    def send_reasoning(self) -> bool:
+        """False when prepare_run keeps this episode's reasoning from clients (TH-016)."""
+        return self.run_patch is None or self.run_patch.send_reasoning is not False
+
+    @property
     def needs_model_resolver(self) -> bool:
         """The root model resolver is skipped when prepare_run chose a model (AD-018)."""
         return self.run_patch is None or self.run_patch.model is None

@@ -10,6 +10,8 @@ A patch field left as ``None`` is "not supplied". Layers apply in this order, la
 * ``provider_options`` merge by provider key only; a later entry replaces that provider's
   whole dict (a provider set to None removes it).
 * ``tools``, ``tool_choice``, ``provider_tools`` and ``instructions`` replace whole values.
+* ``output`` (run patch only, TH-021) asks for schema-validated structured output: the
+  request gets the schema and loses every tool, including ones later layers would select.
 * A patch that supplies ``model`` (even the same object) starts a fresh route: inherited
   settings, provider options, provider tools and tool choice are cleared before the patch's
   own values apply; registered PAI tools and instructions stay unless replaced.
@@ -24,6 +26,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
+
+from pydantic import BaseModel
 
 from pai_agents.abort import AbortSignal
 from pai_agents.lifecycle.request import (
@@ -95,15 +99,31 @@ class _RoutePatch:
 
 @dataclass(frozen=True, kw_only=True)
 class RunPatch(_RoutePatch):
-    """prepare_run ``continue`` patch: episode-local defaults for every later step (LC-074)."""
+    """prepare_run ``continue`` patch: episode-local defaults for every later step (LC-074).
+
+    Run-level only, as in the peer (no step patch has them):
+
+    * ``send_reasoning=False`` keeps the episode's model reasoning away from clients and
+      storage while every later step of the episode still gets it (TH-016).
+    * ``output`` (a pydantic model class) forces structured output: tools are disabled, the
+      provider gets the model's JSON schema as its response format, and the final text must
+      validate or the run fails with :class:`~pai_agents.lifecycle.StructuredOutputError`
+      (TH-021).
+    """
 
     append_model_messages: Sequence[ModelMessage] | None = None
     max_steps: int | None = None
+    send_reasoning: bool | None = None
+    output: type[BaseModel] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.max_steps is not None and self.max_steps < 1:
             raise LifecyclePatchError("max_steps must be at least 1")
+        if self.output is not None and not (
+            isinstance(self.output, type) and issubclass(self.output, BaseModel)
+        ):
+            raise LifecyclePatchError(f"output must be a pydantic model class, not {self.output!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,6 +251,9 @@ def apply_patch(request: _R, patch: object) -> _R:
         if not isinstance(request, ModelStepRequest):
             raise LifecyclePatchError("a signal patch needs a ModelStepRequest")
         changes["signal"] = combine_signals(request.signal, p.signal)
+    if isinstance(p, RunPatch) and p.output is not None:
+        # TH-021: no tool is available any more, so no later layer can select one (LC-128).
+        changes.update(output=p.output, tools=(), available_tools=(), tool_choice=None)
     return dataclasses.replace(request, **changes) if changes else request
 
 

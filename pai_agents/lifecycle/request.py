@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeAlias, TypeVar, cast
 
+from pydantic import BaseModel
+
 from pai_agents.abort import AbortSignal
+from pai_agents.lifecycle.output import json_response_format
 from pai_agents.messages.model_messages import prune_reasoning
 from pai_agents.models.base import (
     LanguageModel,
@@ -69,6 +72,8 @@ class EffectiveModelCall:
     provider_options: ProviderOptions = field(default_factory=lambda: _EMPTY)
     available_tools: tuple[str, ...] = ()
     declared_provider_tools: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    # Structured output (TH-021), set only by a run patch: a pydantic model class.
+    output: type[BaseModel] | None = None
 
     def __post_init__(self) -> None:
         # Top-level read-only (LC-092): containers become tuples and read-only mappings.
@@ -169,7 +174,8 @@ def to_model_request(
 
     A string instruction becomes ``system``; structured instructions are sent as leading
     system messages in their order, keeping message-local provider options (AD-024, AD-025).
-    Only the tools the request advertises are sent (LC-128).
+    Only the tools the request advertises are sent (LC-128); ``output`` becomes the JSON
+    ``response_format`` (TH-021).
     """
     system: str | None = None
     leading: list[ModelMessage] = []
@@ -187,4 +193,5 @@ def to_model_request(
         tool_choice=request.tool_choice,
         settings=cast(ModelSettings, dict(request.model_settings)),
         provider_options={k: dict(v) for k, v in request.provider_options.items()},
+        response_format=None if request.output is None else json_response_format(request.output),
     )

@@ -1,9 +1,11 @@
 """Step streams around lifecycle hooks: results of model calls, synthetic responses, aborts.
 
-Streams are async iterators of :data:`~pai_agents.models.base.StepStreamPart` dicts, the
-shape providers yield. A hook response (prepare_run / prepare_model_step ``respond`` or
-``block``, an abort ``replacement``) becomes a synthetic step stream so it passes through
-the same canonical output policy, transform_step_stream, as model output (LC-111).
+Streams are async iterators of :data:`~pai_agents.models.base.StepStreamPart` dicts.
+Hooks see the canonical grammar (:func:`canonical_step_stream`): the provider's parts with
+the AI SDK's high-level field names where they differ. A hook response (prepare_run /
+prepare_model_step ``respond`` or ``block``, an abort ``replacement``) becomes a synthetic
+step stream so it passes through the same canonical output policy, transform_step_stream,
+as model output (LC-111).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ __all__ = [
     "ModelStepStreamResult",
     "StepAborted",
     "abort_step",
+    "canonical_part",
+    "canonical_step_stream",
     "iterate",
     "synthetic_step_stream",
 ]
@@ -72,6 +76,40 @@ async def iterate(parts: Sequence[StepStreamPart]) -> AsyncIterator[StepStreamPa
     """An async stream over ``parts`` (tests, cached model calls)."""
     for part in parts:
         yield dict(part)
+
+
+def canonical_part(part: StepStreamPart) -> StepStreamPart:
+    """One provider part in the canonical grammar transform_step_stream sees (LC-104).
+
+    * ``reasoning-delta`` carries its fragment in ``text`` (providers send ``delta``);
+      ``tool-input-delta`` and ``text-delta`` keep ``delta``.
+    * A provider's ``tool-result`` (``result``, ``isError``) becomes ``tool-result`` with
+      ``output``, or ``tool-error`` with ``error``, as in the AI SDK's stream.
+
+    Canonical parts pass unchanged, so applying it twice (a cached stream) is harmless.
+    """
+    kind = part.get("type")
+    if kind == "reasoning-delta" and "delta" in part and "text" not in part:
+        canonical = {k: v for k, v in part.items() if k != "delta"}
+        canonical["text"] = part["delta"]
+        return canonical
+    if kind == "tool-result" and "result" in part and "output" not in part:
+        canonical = {k: v for k, v in part.items() if k not in ("result", "isError")}
+        if part.get("isError"):
+            canonical["type"] = "tool-error"
+            canonical["error"] = part["result"]
+        else:
+            canonical["output"] = part["result"]
+        return canonical
+    return part
+
+
+async def canonical_step_stream(
+    stream: AsyncIterator[StepStreamPart],
+) -> AsyncIterator[StepStreamPart]:
+    """``stream`` in the canonical grammar (:func:`canonical_part`), part by part."""
+    async for part in stream:
+        yield canonical_part(part)
 
 
 def synthetic_step_stream(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, Protocol, TypeAlias, TypedDict, runtime_checkable
 
 from pai_agents.abort import AbortSignal
+from pai_agents.json import ensure_strict_json
 
 __all__ = [
     "LanguageModel",
@@ -20,6 +21,7 @@ __all__ = [
     "ModelRequest",
     "ModelSelection",
     "ModelSettings",
+    "ResponseFormat",
     "StepStreamPart",
     "ToolChoice",
     "ToolSpec",
@@ -84,6 +86,15 @@ StepStreamPart: TypeAlias = dict[str, Any]
 ToolChoice: TypeAlias = "Literal['auto', 'none', 'required'] | dict[str, str]"
 
 
+class ResponseFormat(TypedDict):
+    """Structured output: JSON, optionally matching a JSON schema (AI SDK responseFormat)."""
+
+    type: Literal["json"]
+    schema: NotRequired[dict[str, Any]]
+    name: NotRequired[str]
+    description: NotRequired[str]
+
+
 class ToolSpec(TypedDict):
     """A tool as the model sees it."""
 
@@ -102,6 +113,9 @@ class ModelRequest:
     tool_choice: ToolChoice | None = None
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The AI SDK's responseFormat: {"type": "json", "schema"?, "name"?, "description"?}
+    # asks for JSON output matching ``schema``; None means text.
+    response_format: ResponseFormat | None = None
 
 
 class ModelError(Exception):
@@ -134,3 +148,15 @@ class ModelSelection:
     model: LanguageModel
     settings: ModelSettings = field(default_factory=lambda: ModelSettings())
     provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # AD-022: provider name -> JSON object; anything else is refused here, not at a call.
+        if not isinstance(self.provider_options, Mapping):
+            raise TypeError("provider_options must map provider names to JSON objects")
+        for provider, options in self.provider_options.items():
+            if not isinstance(provider, str) or not isinstance(options, Mapping):
+                raise TypeError(
+                    f"provider_options[{provider!r}] must be a JSON object keyed by a provider name"
+                )
+            # NotStrictJson (a ValueError) for NaN, non-string keys or non-JSON values.
+            ensure_strict_json(dict(options), what=f"provider_options[{provider!r}]")

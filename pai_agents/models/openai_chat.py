@@ -52,6 +52,8 @@ _FINISH_REASONS: dict[str, str] = {
 
 # Body keys the provider owns; provider options cannot override them.
 _RESERVED_KEYS = frozenset({"messages", "model", "stream", "stream_options"})
+# Wire message keys that message-local provider options cannot override.
+_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
 # Keyword arguments of ``chat.completions.create`` that are request body fields, so known
 # provider options go through the SDK and everything else rides in ``extra_body``.
 _KNOWN_PARAMS = (
@@ -82,7 +84,10 @@ class OpenAIChatModel:
         provider: str = "openai",
         max_retries: int = 2,
         timeout: float | None = 60,
+        default_headers: Mapping[str, str] | None = None,
     ) -> None:
+        """``default_headers`` go with every request of this model (TH-020: a run that needs
+        its own headers swaps in a model configured with them, from around_model_call)."""
         self._model = model
         self._provider = provider
         self._owns_client = client is None
@@ -100,9 +105,12 @@ class OpenAIChatModel:
                 "base_url": base_url,
                 "max_retries": max_retries,
                 "timeout": timeout,
+                "default_headers": dict(default_headers or {}) or None,
             }
             self._api_key: str | None = key
         else:
+            if default_headers:
+                raise ValueError("default_headers configure an owned client; set them on client")
             key_attr = getattr(client, "api_key", None)
             self._api_key = key_attr if isinstance(key_attr, str) else None
         self._given_client = client
@@ -175,6 +183,8 @@ class OpenAIChatModel:
             if request.tool_choice is not None:
                 params["tool_choice"] = _convert_tool_choice(request.tool_choice)
         params.update(_convert_settings(request.settings))
+        if request.response_format is not None:
+            params["response_format"] = _convert_response_format(request.response_format)
 
         extra_body: dict[str, Any] = {}
         for key, value in (request.provider_options.get(self._provider) or {}).items():
@@ -278,12 +288,17 @@ def convert_messages(request: ModelRequest, *, provider: str = "openai") -> list
 def _convert_message(message: ModelMessage, provider: str) -> list[dict[str, Any]]:
     role = message.get("role")
     content = message.get("content")
+    # Message-local provider options ride on the wire message, as the AI SDK's
+    # OpenAI-compatible provider sends them: e.g. a gateway's ``cache_control`` marking the
+    # assembled system prompt for prompt caching (TH-006). Only message-level options count:
+    # part-level ones may come from client-sent parts, which must not shape the wire request.
+    extra = _provider_fields(message, provider)
     if role == "system":
-        return [{"role": "system", "content": _plain_text(content)}]
+        return [{"role": "system", "content": _plain_text(content), **extra}]
     if role == "user":
-        return [{"role": "user", "content": _convert_user_content(content, provider)}]
+        return [{"role": "user", "content": _convert_user_content(content, provider), **extra}]
     if role == "assistant":
-        return [_convert_assistant(content)]
+        return [{**_convert_assistant(content), **extra}]
     if role == "tool":
         return [
             {
@@ -295,6 +310,12 @@ def _convert_message(message: ModelMessage, provider: str) -> list[dict[str, Any
             if part.get("type") == "tool-result"
         ]
     raise ValueError(f"unsupported model message role: {role!r}")
+
+
+def _provider_fields(item: Mapping[str, Any], provider: str) -> dict[str, Any]:
+    """``item.providerOptions[provider]``, minus keys the wire shape owns."""
+    options = (item.get("providerOptions") or {}).get(provider) or {}
+    return {k: v for k, v in options.items() if k not in _MESSAGE_KEYS}
 
 
 def _parts(content: Any) -> list[dict[str, Any]]:
@@ -437,6 +458,18 @@ def _convert_settings(settings: ModelSettings) -> dict[str, Any]:
         params["reasoning_effort"] = reasoning["effort"]
     # topK has no Chat Completions field; servers that accept it take it via provider options.
     return params
+
+
+def _convert_response_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
+    """The AI SDK responseFormat as Chat Completions ``response_format`` (TH-021)."""
+    schema = response_format.get("schema")
+    if schema is None:
+        return {"type": "json_object"}
+    json_schema: dict[str, Any] = {"name": response_format.get("name") or "response"}
+    if response_format.get("description"):
+        json_schema["description"] = response_format["description"]
+    json_schema["schema"] = schema
+    return {"type": "json_schema", "json_schema": json_schema}
 
 
 def _snake_case(name: str) -> str:

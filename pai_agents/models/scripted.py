@@ -29,9 +29,18 @@ class ScriptExhausted(RuntimeError):
 
 @dataclass(frozen=True, kw_only=True)
 class ScriptedToolCall:
+    """One tool call of a step. ``provider_executed``: the provider ran it (a provider tool),
+    streamed with ``providerExecuted: true`` and then its ``result``, or its ``error`` as an
+    ``isError`` result; with neither, no result follows (the provider may send it later).
+    ``dynamic`` marks a tool the provider resolved itself."""
+
     name: str
     input: Any
     id: str | None = None
+    provider_executed: bool = False
+    result: Any = None
+    error: Any = None
+    dynamic: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +132,8 @@ class ScriptedModel:
         for index, call in enumerate(step.tool_calls):
             call_id = call.id or f"call_{serial}_{index}"
             arguments = call.input if isinstance(call.input, str) else json.dumps(call.input)
-            yield {"type": "tool-input-start", "id": call_id, "toolName": call.name}
+            flags = _call_flags(call)
+            yield {"type": "tool-input-start", "id": call_id, "toolName": call.name, **flags}
             third = max(1, len(arguments) // 3)
             for start in range(0, len(arguments), third):
                 await _pause(step.delay, signal)
@@ -138,9 +148,15 @@ class ScriptedModel:
                 "toolCallId": call_id,
                 "toolName": call.name,
                 "input": arguments,
+                **flags,
             }
+            result = _provider_result(call, call_id)
+            if result is not None:
+                yield result
             output_chars += len(arguments)
-        finish = step.finish_reason or ("tool-calls" if step.tool_calls else "stop")
+        # The run continues only for calls the runtime executes (provider tools already ran).
+        local = [c for c in step.tool_calls if not c.provider_executed]
+        finish = step.finish_reason or ("tool-calls" if local else "stop")
         # A cheap, deterministic estimate: scripted usage must not cost O(history).
         input_tokens = 8 * len(request.messages) + len(request.system or "") // 4
         output_tokens = output_chars // 4 + 1
@@ -150,6 +166,30 @@ class ScriptedModel:
             "totalTokens": input_tokens + output_tokens,
         }
         yield {"type": "finish", "finishReason": finish, "usage": usage}
+
+
+def _call_flags(call: ScriptedToolCall) -> dict[str, Any]:
+    flags: dict[str, Any] = {}
+    if call.provider_executed:
+        flags["providerExecuted"] = True
+    if call.dynamic:
+        flags["dynamic"] = True
+    return flags
+
+
+def _provider_result(call: ScriptedToolCall, call_id: str) -> StepStreamPart | None:
+    """The provider's ``tool-result`` part of a provider-executed call, if it has one."""
+    if not call.provider_executed or (call.result is None and call.error is None):
+        return None
+    part: StepStreamPart = {"type": "tool-result", "toolCallId": call_id, "toolName": call.name}
+    if call.error is not None:
+        part.update(result=call.error, isError=True)
+    else:
+        part["result"] = call.result
+    part["providerExecuted"] = True
+    if call.dynamic:
+        part["dynamic"] = True
+    return part
 
 
 async def _pause(delay: float, signal: AbortSignal | None) -> None:

@@ -52,6 +52,7 @@ def assert_calculator_transcript(run: Run, expression_result: str) -> None:
 
 
 def test_send_to_demo_agent_stores_the_full_tool_round_trip(alice: Identity) -> None:
+    """MF-001: the tool step and the answer step are two assistant messages."""
     result = _ask(alice, "What is 6 * 7?")
     outcome = asyncio.run(aexecute_run(result.run.id))
 
@@ -105,6 +106,8 @@ def test_reject_policy_refuses_a_send_during_an_active_run_and_stores_nothing(
 def test_queue_policy_holds_input_outside_the_transcript_until_the_run_ends(
     alice: Identity, wait_for_run: Callable[..., Run]
 ) -> None:
+    """MF-036, MF-037: queued input is not in the transcript; admission moves the same
+    message (same id, parts unconverted) into it."""
     thread = services.create_thread(alice)
     first = services.send(
         alice, thread.id, {"parts": [{"type": "text", "text": "one"}]}, dispatch=False
@@ -160,6 +163,8 @@ def test_another_identity_cannot_see_or_send_to_the_thread(alice: Identity, bob:
     ],
 )
 def test_malformed_messages_are_rejected_with_a_typed_error(alice: Identity, message: dict) -> None:
+    """MF-008 (``metadata.pai`` is reserved), MF-046 (NaN is not strict JSON): malformed input
+    is refused with InvalidInput and stores nothing."""
     thread = services.create_thread(alice)
     with pytest.raises(InvalidInput):
         services.send(alice, thread.id, message, dispatch=False)

@@ -155,7 +155,8 @@ async def test_lc_002_none_means_no_change_in_every_phase(world: World) -> None:
 
 
 async def test_lc_005_lc_153_named_parts_run_left_to_right_in_the_trace(world: World) -> None:
-    """LC-005/LC-153: non-around hooks run in argument order; the trace names each part."""
+    """LC-005/LC-153, TH-045: non-around hooks run in argument order (extra layers after
+    the primary one); the trace names each part."""
     trace = LifecycleTrace()
 
     class Guard(AgentLifecycle):

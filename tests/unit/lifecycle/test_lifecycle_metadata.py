@@ -113,7 +113,8 @@ class Progress(BaseModel):
 
 
 def test_lc_112_ui_data_accepts_only_registered_application_data_chunks() -> None:
-    """LC-112: metadata, tool, reserved and unregistered chunks are refused."""
+    """LC-112, AD-040: metadata, tool, reserved and unregistered chunks are refused (the
+    ui_data_schemas registry is closed)."""
     writer = UiDataRecorder({"progress": Progress})
     for chunk in (
         {"type": "message-metadata", "messageMetadata": {}},
@@ -128,7 +129,7 @@ def test_lc_112_ui_data_accepts_only_registered_application_data_chunks() -> Non
 
 
 def test_lc_113_ui_data_forwards_the_parsed_canonical_value() -> None:
-    """LC-113: the payload is parsed; the parsed strict-JSON fixed point is forwarded."""
+    """LC-113, AD-040: the payload is parsed; the parsed strict-JSON fixed point is forwarded."""
     writer = UiDataRecorder({"progress": Progress, "label": TypeAdapter(str)})
     chunk = writer.write({"type": "data-progress", "id": "p1", "data": {"percent": "42"}})
     assert chunk == {"type": "data-progress", "id": "p1", "data": {"percent": 42}}
@@ -153,7 +154,7 @@ def test_lc_114_transient_chunks_are_validated_like_retained_ones() -> None:
 
 
 def test_lc_113_a_non_fixed_point_payload_is_refused() -> None:
-    """LC-113: a schema whose output changes on reparse is refused at write time."""
+    """LC-113, AD-040: a schema whose output changes on reparse is refused at write time."""
 
     class Drift(BaseModel):
         n: int = 0

@@ -127,7 +127,8 @@ def test_lc_087_instructions_replace_whole_lists_never_concatenate() -> None:
 
 
 def test_lc_088_step_and_call_instructions_do_not_carry_into_the_next_step() -> None:
-    """LC-088: each step starts from the episode default (prepare_run), not the last step."""
+    """LC-088, TH-028: each step starts from the episode default (prepare_run), not the
+    last step: step instructions apply to one step."""
     run_patch = RunPatch(instructions="episode")
     step0 = resolve_model_call(
         make_request(step_index=0), run_patch, ModelStepPatch(instructions="step0")

@@ -28,7 +28,7 @@ def activity(args: Q, ctx: ToolContext) -> str:
 
 
 async def test_ad_055_ad_056_ad_057_disabled_tools_are_hidden_and_cannot_execute() -> None:
-    """AD-055..AD-058: enabled is evaluated per step from the runtime context; a disabled
+    """AD-055..AD-058, TH-011: enabled is evaluated per step from the runtime context; a disabled
     tool is not advertised, a forged call to it does not execute, the manifest lists it."""
     checks: list[Any] = []
 

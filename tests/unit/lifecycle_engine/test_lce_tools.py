@@ -158,8 +158,9 @@ async def test_lc_137_recovery_and_resumed_results_pass_after_tool_result() -> N
     assert (await h.run()).status == "completed"
     assert rec.before[1].entry.type == "resume" and rec.before[1].entry.name == "wire"
     assert [(a.result.source, a.result.status) for a in rec.after] == [
-        ("execute", "output-available")
+        ("resume", "output-available")
     ]
+    assert rec.after[0].entry.type == "resume"
     assert executed == [("wire", "1")]
 
 

@@ -716,3 +716,81 @@ async def test_chunk_helper_builds_valid_raw_chunks() -> None:
         "logprobs": None,
         "finish_reason": "stop",
     }
+
+
+# -- peer parity: structured output, prompt caching, headers (docs/coming-from-think.md) ------
+
+
+async def test_th_021_response_format_becomes_json_schema_or_json_object(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    """TH-021: the AI SDK responseFormat reaches the wire as Chat Completions
+    ``response_format``; a schema-less JSON request is ``json_object``."""
+    schema = {"type": "object", "properties": {"severity": {"type": "string"}}}
+    server.add(text_response('{"severity": "low"}'))
+    request = ModelRequest(
+        messages=HELLO.messages,
+        response_format={"type": "json", "schema": schema, "name": "Result"},
+    )
+    await collect(model, request)
+    assert server.requests[0]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "Result", "schema": schema},
+    }
+    plain = ModelRequest(messages=HELLO.messages, response_format={"type": "json"})
+    assert model.build_request_params(plain)["response_format"] == {"type": "json_object"}
+    assert "response_format" not in model.build_request_params(HELLO)
+
+
+async def test_th_006_message_local_provider_options_ride_on_the_wire_message(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    """TH-006: a message's options for this provider are sent on that message (e.g. a
+    gateway's cache_control); other providers' options, wire-owned keys and part-level
+    options (which clients may send) are not."""
+    cache = {"cache_control": {"type": "ephemeral"}, "role": "user", "content": "x"}
+    request = ModelRequest(
+        messages=[
+            {
+                "role": "system",
+                "content": "Long stable prompt.",
+                "providerOptions": {"openai": cache, "other": {"ignored": True}},
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Hi", "providerOptions": {"openai": {"x": 1}}},
+                    {"type": "text", "text": "there"},
+                ],
+            },
+        ]
+    )
+    server.add(text_response("ok"))
+    await collect(model, request)
+    system, user = server.requests[0]["messages"]
+    assert system == {
+        "role": "system",
+        "content": "Long stable prompt.",
+        "cache_control": {"type": "ephemeral"},
+    }
+    assert user == {
+        "role": "user",
+        "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}],
+    }
+
+
+async def test_th_020_default_headers_go_with_every_request(server: FakeOpenAIServer) -> None:
+    """TH-020: a model configured with default headers sends them on each request."""
+    server.add(text_response("one"), text_response("two"))
+    async with OpenAIChatModel(
+        model="fake-model",
+        api_key=API_KEY,
+        base_url=server.base_url,
+        max_retries=0,
+        default_headers={"X-Tenant": "acme"},
+    ) as tagged:
+        await collect(tagged)
+        await collect(tagged)
+    assert [e.headers["x-tenant"] for e in server.exchanges] == ["acme", "acme"]
+    with pytest.raises(ValueError, match="default_headers"):
+        OpenAIChatModel(model="m", client=tagged.client, default_headers={"X-Tenant": "a"})
