@@ -17,7 +17,14 @@ from pai_agents.engine import (
     StepRecord,
     ThreadStore,
 )
-from pai_agents.models import LanguageModel, ModelRequest, ModelSelection, ModelSettings, Usage
+from pai_agents.models import (
+    LanguageModel,
+    ModelRequest,
+    ModelSelection,
+    ModelSettings,
+    ProviderTool,
+    Usage,
+)
 from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
 from pai_agents.tools import Tool, ToolContext, ToolError, ToolFailure, tool
 
@@ -36,6 +43,7 @@ __all__ = [
     "ModelRequest",
     "ModelSelection",
     "ModelSettings",
+    "ProviderTool",
     "RecordingSink",
     "RunEngine",
     "RunOutcome",

@@ -17,13 +17,14 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from pai_agents._callables import call_user
 from pai_agents.abort import AbortSignal
+from pai_agents.json import NotStrictJson
 from pai_agents.lifecycle.compose import ComposedLifecycle, compose_lifecycle
 from pai_agents.lifecycle.metadata import (
     AgentMetadataSchemas,
     MetadataSchemaError,
     MetadataSchemas,
 )
-from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection
+from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection, ProviderTool
 from pai_agents.tools import Tool
 
 __all__ = [
@@ -135,6 +136,9 @@ class AgentDefinition:
     run_metadata: MetadataSchemas | None = None
     thread_metadata: MetadataSchemas | None = None
     message_metadata: MetadataSchemas | None = None
+    # Provider-defined tools by registration name (AD-071): sent to the provider, run there,
+    # never by PAI; patches may select a subset by their exact definitions (AD-072).
+    provider_tools: Mapping[str, ProviderTool] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -150,13 +154,18 @@ class AgentDefinition:
         return self.lifecycle is not None or bool(self.tool_configs)
 
     def manifest(self) -> dict[str, Any]:
-        """A JSON-serializable description: name, version and the tools the model may see."""
+        """A JSON-serializable description: name, version and the tools the model may see.
+
+        Provider tools are listed by name only: a definition may carry credentials (an MCP
+        server's headers, say), which the manifest must never hold (AD-076).
+        """
         return {
             "name": self.name,
             "version": self.version,
             "description": self.description,
             "maxSteps": self.max_steps,
             "tools": [t.manifest() for t in self.tools.values()],
+            "providerTools": list(self.provider_tools),
         }
 
     def validate_identity(self, identity: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,16 +240,54 @@ def _is_pydantic_schema(schema: Any) -> bool:
     )
 
 
-def _default_version(name: str, tools: Mapping[str, Tool], max_steps: int) -> str:
+def _default_version(
+    name: str,
+    tools: Mapping[str, Tool],
+    max_steps: int,
+    provider_tools: Mapping[str, ProviderTool],
+) -> str:
     """A stable version PAI supplies when the application gives none (AD-002): a
     fingerprint of the definition's declared surface."""
-    surface = {
+    surface: dict[str, Any] = {
         "name": name,
         "maxSteps": max_steps,
         "tools": {key: tool.manifest() for key, tool in sorted(tools.items())},
     }
+    if provider_tools:  # only then, so existing fingerprints stay as they were
+        surface["providerTools"] = {k: dict(t.definition) for k, t in provider_tools.items()}
     digest = hashlib.sha256(json.dumps(surface, sort_keys=True, default=str).encode())
     return f"pai-{digest.hexdigest()[:12]}"
+
+
+def _provider_tools(
+    agent: str, given: Mapping[str, Any] | None, tools: Mapping[str, Tool]
+) -> dict[str, ProviderTool]:
+    """Check ``provider_tools=`` (AD-071): names that no registered tool uses (a call must say
+    unambiguously who runs it), values a :class:`ProviderTool` or a strict-JSON definition."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise AgentDefinitionError(
+            f"agent {agent!r}: provider_tools must map names to provider tool definitions"
+        )
+    checked: dict[str, ProviderTool] = {}
+    for key, value in given.items():
+        if not isinstance(key, str) or not _NAME.match(key):
+            raise AgentDefinitionError(
+                f"agent {agent!r}: provider tool name {key!r} must match {_NAME.pattern}"
+            )
+        if key in tools:
+            raise AgentDefinitionError(
+                f"agent {agent!r}: provider tool {key!r} clashes with a registered tool"
+            )
+        if isinstance(value, ProviderTool):
+            checked[key] = value
+            continue
+        try:
+            checked[key] = ProviderTool(definition=value)
+        except (TypeError, NotStrictJson) as exc:
+            raise AgentDefinitionError(f"agent {agent!r}: provider_tools[{key!r}]: {exc}") from exc
+    return checked
 
 
 def _validate(
@@ -274,6 +321,7 @@ def define_agent(
     run_metadata: MetadataSchemas | None = None,
     thread_metadata: MetadataSchemas | None = None,
     message_metadata: MetadataSchemas | None = None,
+    provider_tools: Mapping[str, ProviderTool | Mapping[str, Any]] | None = None,
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -295,6 +343,12 @@ def define_agent(
     ``run_metadata``, ``thread_metadata`` and ``message_metadata`` are
     :class:`~pai_agents.lifecycle.MetadataSchemas` pairs (pydantic models), checked here:
     each must accept ``{}`` and be canonical strict JSON (AD-027..AD-030).
+
+    ``provider_tools`` maps names to provider-defined tools (AD-071): a
+    :class:`~pai_agents.models.ProviderTool`, or just its provider-native JSON definition
+    (``{"web_search": {"type": "web_search"}}``). They are sent to the provider with every
+    model step and run there; PAI validates the calls the provider reports (LC-127) and never
+    executes them. Names must not clash with registered tools.
     """
     if not _NAME.match(name):
         raise AgentDefinitionError(f"agent name {name!r} must match {_NAME.pattern}")
@@ -377,9 +431,12 @@ def define_agent(
             pair.initial()  # AD-028..AD-030, re-checked on the very object registered
         except MetadataSchemaError as exc:
             raise AgentDefinitionError(f"agent {name!r}: {what}: {exc}") from exc
+    provider_map = _provider_tools(name, provider_tools, tool_map)
+    if version is None:
+        version = _default_version(name, tool_map, max_steps, provider_map)
     return AgentDefinition(
         name=name,
-        version=version if version is not None else _default_version(name, tool_map, max_steps),
+        version=version,
         description=description,
         instructions=instructions,
         model=model,
@@ -396,4 +453,5 @@ def define_agent(
         run_metadata=run_metadata,
         thread_metadata=thread_metadata,
         message_metadata=message_metadata,
+        provider_tools=provider_map,
     )

@@ -19,8 +19,17 @@ from pydantic import BaseModel, ValidationError
 from pai_agents.abort import AbortSignal
 from pai_agents.json import JsonValue, NotStrictJson, ensure_strict_json
 from pai_agents.models.base import ToolSpec
+from pai_agents.tool_data import ToolData
 
-__all__ = ["Tool", "ToolContext", "ToolError", "ToolFailure", "ToolInputError", "tool"]
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolData",
+    "ToolError",
+    "ToolFailure",
+    "ToolInputError",
+    "tool",
+]
 
 
 class ToolError(Exception):
@@ -55,6 +64,8 @@ class ToolContext:
     runtime_context: Any
     signal: AbortSignal
     messages: list[dict[str, Any]] = field(default_factory=list)
+    # ToolData: progress/preliminary records joined onto this call's tool part (TH-037).
+    data: ToolData = field(default_factory=ToolData)
 
     @property
     def context(self) -> Any:

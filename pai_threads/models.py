@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from pai_agents.ids import new_id
 
-__all__ = ["Message", "PendingAction", "QueueItem", "Run", "Step", "Thread"]
+__all__ = ["Message", "PendingAction", "QueueItem", "RewriteDelivery", "Run", "Step", "Thread"]
 
 
 def _iso(moment: datetime) -> str:
@@ -184,6 +184,10 @@ class Message(models.Model):
     producer = models.CharField(max_length=16, choices=Producer.choices)
     relation = models.CharField(max_length=16, choices=Relation.choices, blank=True, default="")
     step_index = models.PositiveIntegerField(null=True, blank=True)
+    # A model step's own token usage and diagnostics (finish reason, model), projected into
+    # ``metadata.pai`` (MF-002, MF-004); None for messages that are not step outputs.
+    usage = models.JSONField(null=True, blank=True)
+    diagnostics = models.JSONField(null=True, blank=True)
     in_transcript = models.BooleanField(default=True)
     in_context = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -203,8 +207,15 @@ class Message(models.Model):
             models.CheckConstraint(
                 condition=Q(role__in=["system", "user", "assistant"]), name="pai_message_role_valid"
             ),
+            # MF-043: at most one open message per thread (the store also requires it to
+            # be the tail assistant message).
+            models.UniqueConstraint(
+                fields=["thread"], condition=Q(status="open"), name="pai_one_open_message"
+            ),
         ]
         indexes = [
+            # Thread order: the tail check of a checkpoint (MF-043) is one index probe.
+            models.Index(fields=["thread", "id"], name="pai_msg_thread_position"),
             models.Index(
                 fields=["thread", "id"], condition=Q(in_transcript=True), name="pai_msg_transcript"
             ),
@@ -228,12 +239,38 @@ class Message(models.Model):
             pai["runId"] = self.run_id
         if self.relation:
             pai["relation"] = self.relation
+        if self.usage is not None:
+            pai["usage"] = self.usage
+        if self.diagnostics is not None:
+            pai["diagnostics"] = self.diagnostics
         return {
             "id": self.message_id,
             "role": self.role,
             "metadata": {**self.metadata, "pai": pai},
             "parts": self.parts,
         }
+
+
+class RewriteDelivery(models.Model):
+    """The per-thread lease that serializes ``history_rewritten`` across processes (LC-065).
+
+    A process delivering a fact holds ``owner`` until ``expires_at`` (renewed while the hook
+    runs; an expired lease can be taken over). A fact that finds the lease held waits in
+    ``pending`` (only the newest: facts are coalesced) for the holder, which delivers it
+    before releasing. ``delivered_version`` drops facts older than one already delivered.
+    """
+
+    thread = models.OneToOneField(
+        Thread, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    owner = models.CharField(max_length=64, blank=True, default="")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    pending = models.JSONField(null=True, blank=True)
+    pending_version = models.PositiveIntegerField(default=0)
+    delivered_version = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"rewrite delivery of {self.thread_id}"
 
 
 class Step(models.Model):

@@ -5,11 +5,12 @@ thread's lease (the caller checks): the rewrite is described, ``prepare_history_
 runs, and the visibility changes, the hook's validated thread-metadata patches and the
 version bump are written together, so they commit or roll back as one (LC-057). The
 ``history_rewritten`` fact is scheduled with ``transaction.on_commit``: it never runs for a
-rolled-back rewrite, gets ``after_version`` (LC-062) and its failure is only reported
-(LC-063). Once committed, a rewrite that changed visibility or public thread metadata
-publishes the public thread head (``thread.updated``), like a facade write; lifecycle
-visibility writes publish through the facade. Also: the parsed ``{}`` metadata defaults of
-new runs and threads (AD-031).
+rolled-back rewrite, gets ``after_version`` (LC-062), its failure is only reported
+(LC-063), and calls for one thread never overlap, across processes too
+(:mod:`pai_threads.rewrite_delivery`, LC-065). Once committed, a rewrite that changed
+visibility or public thread metadata publishes the public thread head (``thread.updated``),
+like a facade write; lifecycle visibility writes publish through the facade. Also: the
+parsed ``{}`` metadata defaults of new runs and threads (AD-031).
 """
 
 from __future__ import annotations
@@ -24,16 +25,13 @@ from django.utils import timezone
 from pai_agents.agent import AgentDefinition
 from pai_agents.engine.rewrites import (
     build_runtime_context,
-    dispatcher,
-    has_history_rewritten,
-    history_rewritten_job,
     prepare_rewrite,
     report_rewrite_error,
     visibility_rewrite,
 )
 from pai_agents.lifecycle.facade import MessageVisibility
 from pai_agents.lifecycle.inputs import HistoryRewrite, RegenerateRewrite, VisibilityRewrite
-from pai_threads import registry
+from pai_threads import registry, rewrite_delivery
 from pai_threads.errors import InvalidInput, NotFound, RewriteRejected, ThreadBusy
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
@@ -205,7 +203,16 @@ def _commit(
     )
     if visibility or dict(bags.public) != public_before:
         _publish_head_on_commit(thread)
-    _schedule_rewritten(thread.id, agent, rewrite, after_version, runtime_context, run_id)
+    rewrite_delivery.schedule(
+        agent,
+        thread_id=thread.id,
+        rewrite=rewrite,
+        after_version=after_version,
+        runtime_context=runtime_context,
+        run_id=run_id,
+        identity=identity,
+        client_data=client_data,
+    )
 
 
 def _publish_head_on_commit(thread: Thread) -> None:
@@ -259,26 +266,6 @@ def _prepare(
     return bags, runtime_context
 
 
-def _schedule_rewritten(
-    thread_id: str,
-    agent: AgentDefinition,
-    rewrite: HistoryRewrite,
-    after_version: int,
-    runtime_context: Any,
-    run_id: str,
-) -> None:
-    if has_history_rewritten(agent):
-        job = history_rewritten_job(
-            agent,
-            thread_id=thread_id,
-            rewrite=rewrite,
-            after_version=after_version,
-            runtime_context=runtime_context,
-            run_id=run_id,
-        )
-        transaction.on_commit(lambda: dispatcher().submit(thread_id, job))
-
-
 def lifecycle_visibility_rewrite(
     thread: Thread,
     run_id: str,
@@ -300,15 +287,26 @@ def lifecycle_visibility_rewrite(
     if agent is None or rewrite is None:
         return dict(private), dict(public)
     run = Run.objects.filter(id=run_id).first()
+    identity = (run.identity if run else None) or {}
+    client_data = (run.client_data if run else None) or {}
     bags, runtime_context = _prepare(
         thread,
         agent,
         rewrite,
         private=private,
         public=public,
-        identity=(run.identity if run else None) or {},
-        client_data=(run.client_data if run else None) or {},
+        identity=identity,
+        client_data=client_data,
         run_id=run_id,
     )
-    _schedule_rewritten(thread.id, agent, rewrite, thread.version + 1, runtime_context, run_id)
+    rewrite_delivery.schedule(
+        agent,
+        thread_id=thread.id,
+        rewrite=rewrite,
+        after_version=thread.version + 1,
+        runtime_context=runtime_context,
+        run_id=run_id,
+        identity=identity,
+        client_data=client_data,
+    )
     return dict(bags.private), dict(bags.public)

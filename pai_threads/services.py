@@ -27,6 +27,7 @@ from pai_threads.errors import ActionConflict, InvalidInput, NotFound, ThreadBus
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.pagination import InvalidPageToken, decode_token, encode_token
+from pai_threads.pending_actions import PendingActionView, get_pending_action
 from pai_threads.queueing import admit_next, dispatch_after_commit, lock_thread
 from pai_threads.rewrites import (
     apply_regenerate_rewrite,
@@ -37,10 +38,12 @@ from pai_threads.rewrites import (
 
 __all__ = [
     "Page",
+    "PendingActionView",
     "SendResult",
     "cancel_run",
     "create_thread",
     "fulfil_action",
+    "get_pending_action",
     "get_run",
     "get_thread",
     "list_actions",

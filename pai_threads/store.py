@@ -10,13 +10,13 @@ the run row until commit, so a concurrent claim (which bumps the token) waits fo
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connection, transaction
-from django.db.models import F
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -26,17 +26,22 @@ from pai_agents.engine.store import (
     ClaimedRun,
     Lease,
     LeaseLost,
+    OpenMessageConflict,
     RunNotFound,
     RunOutcome,
     RunSignals,
     StepRecord,
+    step_diagnostics,
 )
 from pai_agents.json import ensure_strict_json
+from pai_agents.lifecycle.suspensions import SuspensionEpisode
+from pai_agents.messages.parts import check_part_types
 from pai_agents.messages.types import MessageRole, UIMessage
 from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Step
 from pai_threads.queueing import admit_next, lock_thread
+from pai_threads.suspensions import suspension_episode
 
 __all__ = ["ORMThreadStore"]
 
@@ -142,11 +147,18 @@ def _output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[s
         "scope_key": lease.scope_key,
         "run_id": lease.run_id,
         "role": message["role"],
-        "parts": ensure_strict_json(message["parts"], what="message parts"),
+        "parts": _stored_parts(message),
         "producer": Message.Producer.MODEL,
         "relation": Message.Relation.OUTPUT,
         "step_index": step_index,
     }
+
+
+def _stored_parts(message: UIMessage) -> Any:
+    """A step message's parts as stored: the pinned AI SDK grammar (MF-045, raising
+    ``UnknownPartType``) and strict JSON."""
+    check_part_types(message["parts"], what=f"message {message['id']}")
+    return ensure_strict_json(message["parts"], what="message parts")
 
 
 def _before_end(lease: Lease, outcome: RunOutcome | None) -> None:
@@ -232,17 +244,33 @@ class ORMThreadStore:
         return RunSignals(cancel_requested=cancel.first() is not None)
 
     def checkpoint_message_sync(self, lease: Lease, *, message: UIMessage, step_index: int) -> None:
-        parts = ensure_strict_json(message["parts"], what="message parts")
-        with transaction.atomic():
-            _fence(lease)
-            updated = Message.objects.filter(
-                run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
-            ).update(parts=parts, updated_at=timezone.now())
-            if not updated:
-                Message.objects.create(
-                    **_output_message(lease, message, step_index),
-                    status=Message.Status.OPEN,
+        parts = _stored_parts(message)
+        if message["role"] != "assistant":
+            raise OpenMessageConflict("only an assistant message can be open (MF-043)")
+        # MF-043: stream only into the thread's tail, folded into the UPDATE's WHERE (one
+        # index probe, no extra round trip); a message after it makes the UPDATE match
+        # nothing, and the INSERT then meets the one-open-message index.
+        later = Message.objects.filter(thread_id=lease.thread_id, pk__gt=OuterRef("pk"))
+        try:
+            with transaction.atomic():
+                _fence(lease)
+                updated = (
+                    Message.objects.filter(
+                        run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
+                    )
+                    .filter(~Exists(later))
+                    .update(parts=parts, updated_at=timezone.now())
                 )
+                if not updated:
+                    Message.objects.create(
+                        **_output_message(lease, message, step_index),
+                        status=Message.Status.OPEN,
+                    )
+        except IntegrityError as exc:
+            raise OpenMessageConflict(
+                f"message {message['id']} cannot be open: another message of the thread is "
+                "open, or it is not the thread's tail (MF-043)"
+            ) from exc
 
     def load_context_sync(self, lease: Lease) -> list[UIMessage]:
         # The newest window of context-visible messages, so a step's cost does not grow
@@ -272,10 +300,13 @@ class ORMThreadStore:
         run_changes: dict[str, Any] = {"step_count": step.index + 1}
         if outcome is not None:
             run_changes.update(_outcome_changes(outcome))
+        fields = _output_message(lease, message, step.index)  # MF-045: checked before writing
+        # MF-002: the step's own usage and diagnostics travel with its message.
+        fields["usage"] = ensure_strict_json(dict(step.usage), what="usage")
+        fields["diagnostics"] = ensure_strict_json(step_diagnostics(step), what="diagnostics")
         with transaction.atomic():
             _before_end(lease, outcome)
             _fence(lease, **run_changes)
-            fields = _output_message(lease, message, step.index)
             row = None
             if replace_open:
                 # A checkpoint (or a dead attempt's) open row becomes the committed message.
@@ -284,8 +315,18 @@ class ORMThreadStore:
                 ).first()
             if row is not None:
                 row.message_id, row.parts = fields["message_id"], fields["parts"]
+                row.usage, row.diagnostics = fields["usage"], fields["diagnostics"]
                 row.status = Message.Status.COMMITTED
-                row.save(update_fields=["message_id", "parts", "status", "updated_at"])
+                row.save(
+                    update_fields=[
+                        "message_id",
+                        "parts",
+                        "usage",
+                        "diagnostics",
+                        "status",
+                        "updated_at",
+                    ]
+                )
             else:
                 row = Message.objects.create(**fields)
             Step.objects.create(
@@ -293,7 +334,7 @@ class ORMThreadStore:
                 index=step.index,
                 message=row,
                 request=ensure_strict_json(dict(step.request), what="step request"),
-                usage=dict(step.usage),
+                usage=fields["usage"],
                 finish_reason=step.finish_reason,
                 started_at=step.started_at,
                 finished_at=step.finished_at,
@@ -311,7 +352,7 @@ class ORMThreadStore:
             else:
                 _fence(lease)
             updated = Message.objects.filter(run_id=lease.run_id, message_id=message["id"]).update(
-                parts=ensure_strict_json(message["parts"], what="message parts"),
+                parts=_stored_parts(message),
                 updated_at=timezone.now(),
             )
             if updated != 1:
@@ -330,7 +371,7 @@ class ORMThreadStore:
         with transaction.atomic():
             _fence(lease, **_outcome_changes(RunOutcome(status="waiting", usage=usage)))
             Message.objects.filter(run_id=lease.run_id, message_id=message["id"]).update(
-                parts=ensure_strict_json(message["parts"], what="message parts"),
+                parts=_stored_parts(message),
                 updated_at=timezone.now(),
             )
             PendingAction.objects.bulk_create(
@@ -356,6 +397,18 @@ class ORMThreadStore:
                 tool_call_id__in=list(tool_call_ids),
                 status=PendingAction.Status.SUBMITTED,
             ).update(status=PendingAction.Status.EXECUTING)
+
+    def suspend_history_sync(
+        self, lease: Lease, *, tool_call_ids: Collection[str]
+    ) -> dict[str, list[SuspensionEpisode]]:
+        # One read, on resume only (the engine never asks on an initial dispatch).
+        found: dict[str, list[SuspensionEpisode]] = {}
+        rows = PendingAction.objects.filter(
+            run_id=lease.run_id, tool_call_id__in=list(tool_call_ids)
+        ).order_by("created_at", "id")
+        for action in rows:
+            found.setdefault(action.tool_call_id, []).append(suspension_episode(action))
+        return found
 
     def take_steering_sync(self, lease: Lease) -> list[UIMessage]:
         # One read when there is nothing to take (the usual case): no transaction, no commit.
@@ -432,6 +485,11 @@ class ORMThreadStore:
 
     async def load_context(self, lease: Lease) -> list[UIMessage]:
         return await _db(self.load_context_sync, lease)
+
+    async def suspend_history(
+        self, lease: Lease, *, tool_call_ids: Collection[str]
+    ) -> dict[str, list[SuspensionEpisode]]:
+        return await _db(self.suspend_history_sync, lease, tool_call_ids=tool_call_ids)
 
     async def commit_step(
         self,

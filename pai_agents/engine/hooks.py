@@ -41,6 +41,7 @@ from pai_agents.engine.store import (
     RunOutcome,
     StepRecord,
 )
+from pai_agents.engine.suspensions import load_suspend_history
 from pai_agents.engine.tool_calls import (
     error_chunk,
     open_tool_parts,
@@ -107,6 +108,7 @@ from pai_agents.lifecycle.streams import (
     canonical_step_stream,
     synthetic_step_stream,
 )
+from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.lifecycle.ui_data import UiDataWriterImpl
 from pai_agents.messages.model_messages import to_model_messages
 from pai_agents.messages.types import UIMessage, UIMessageChunk
@@ -216,6 +218,7 @@ class _Unsupported:
 # -- the episode ------------------------------------------------------------------------
 
 _RESULT_TYPES = frozenset({"tool-output-available", "tool-output-error"})
+_TOOL_PHASES = frozenset({"before_tool_call", "after_tool_result"})
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,8 @@ class LifecycleEpisode:
         self._tool_specs = {name: t.spec() for name, t in self.agent.tools.items()}
         # LC-121: the parsed input of each validated call, so nothing parses it again.
         self._parsed: dict[str, Any] = {}
+        # LC-133: resumed calls' suspension episodes (loaded by _settle; empty otherwise).
+        self._suspensions: dict[str, tuple[SuspensionEpisode, ...]] = {}
         self._hidden = HiddenReasoning()  # TH-016: reasoning kept from clients
 
     # -- entry points --
@@ -481,6 +486,7 @@ class LifecycleEpisode:
             instructions=instructions,
             resolved_context=messages,
             tools=await self._enabled_tools(),
+            provider_tools=dict(self.agent.provider_tools),  # AD-071: declared, then patched
             run_id=self.claim.lease.run_id,
             thread_id=self.claim.thread_id,
             step_index=index,
@@ -652,6 +658,8 @@ class LifecycleEpisode:
         }
         if request.tool_choice is not None:
             summary["toolChoice"] = request.tool_choice
+        if request.provider_tools:
+            summary["providerTools"] = list(request.provider_tools)
         await generation.start(step=step.index, restarted=restarted)
         await generation.emit(
             {"type": "start", "messageId": generation.message_id}, {"type": "start-step"}
@@ -884,6 +892,7 @@ class LifecycleEpisode:
             "call": ToolCallInfo(tool_call_id=call_id),
             "input": value,
             "entry": entry,
+            "suspend_history": self._suspensions.get(call_id, ()),
         }
 
     async def _before_tool(
@@ -1054,7 +1063,7 @@ class LifecycleEpisode:
         await self.store.commit_step(
             lease, message=generation.message, step=record, replace_open=generation.checkpointed
         )
-        raw = await self._run_timed(server_calls)
+        raw = await self._run_timed(server_calls, generation)
         results = [
             await self._after_tool(step, chunk, c.tool.name, c.input) for chunk, c in decided
         ]
@@ -1099,15 +1108,18 @@ class LifecycleEpisode:
         await engine._generation_finished(claim, generation.message)
         return None
 
-    async def _run_timed(self, calls: list[PendingCall]) -> list[tuple[UIMessageChunk, float]]:
-        """The runner's tool execution, one call each, timed for after_tool_result."""
+    async def _run_timed(
+        self, calls: list[PendingCall], generation: Any = None
+    ) -> list[tuple[UIMessageChunk, float]]:
+        """The runner's tool execution, one call each, timed for after_tool_result; ToolData
+        streams to ``generation`` live, before the result passes the hooks (TH-037)."""
         if not calls:
             return []
         mapped = any(
             self.agent.tool_configs.get(c.tool.name, _NO_CONFIG).map_context for c in calls
         )
         if "after_tool_result" not in self.phases and not mapped:
-            return [(c, 0.0) for c in await self.engine._run_tools(self.ctx, calls)]
+            return [(c, 0.0) for c in await self.engine._run_tools(self.ctx, calls, generation)]
 
         async def timed(call: PendingCall) -> tuple[UIMessageChunk, float]:
             ctx = self.ctx
@@ -1117,7 +1129,7 @@ class LifecycleEpisode:
                 behavior = dataclasses.replace(ctx.behavior, runtime_context=context)
                 ctx = dataclasses.replace(ctx, behavior=behavior)
             t0 = time.perf_counter()
-            [chunk] = await self.engine._run_tools(ctx, [call])
+            [chunk] = await self.engine._run_tools(ctx, [call], generation)
             return chunk, round((time.perf_counter() - t0) * 1000, 3)
 
         return list(await asyncio.gather(*(timed(c) for c in calls)))
@@ -1169,6 +1181,7 @@ class LifecycleEpisode:
         to_execute: list[PendingCall] = []
         approved: list[str] = []
         resumed: dict[str, ResumeEntry] = {}
+        answered: dict[str, Mapping[str, Any]] = {}  # client/manual results, by call id
         inputs: dict[str, tuple[str, Any]] = {}
         for part in message["parts"]:
             name = tool_name_of(part)
@@ -1188,6 +1201,8 @@ class LifecycleEpisode:
                 # A client-submitted or manually fulfilled result: validated (LC-142), then
                 # after_tool_result with its source (LC-137, LC-138).
                 chunks.append(self._client_result(part, tool, pai.get("source") or "client"))
+                answered[str(part.get("toolCallId"))] = part
+        await self._load_suspensions(message, answered)
         for part in open_tool_parts(message):
             call_id = part["toolCallId"]
             name = tool_name_of(part) or ""
@@ -1203,10 +1218,8 @@ class LifecycleEpisode:
                 elif not await self._is_enabled(name):  # AD-055: checked again on resume
                     chunks.append(error_chunk(call_id, f"Tool {name} is not available.", "reject"))
                 else:
-                    entry = ResumeEntry(
-                        name=name,
-                        resume=dict(part.get("approval") or {}),
-                        action={"kind": "approval", "toolCallId": call_id},
+                    entry = self._resume_entry(
+                        call_id, name, "approval", dict(part.get("approval") or {})
                     )
                     pending = PendingCall(
                         tool_call_id=call_id,
@@ -1244,14 +1257,18 @@ class LifecycleEpisode:
         await generation.start(step=None, continued=True)
         settled = [
             await self._after_tool(
-                step, c, *inputs.get(str(c.get("toolCallId")), ("", None)), default_source="client"
+                step,
+                c,
+                *inputs.get(str(c.get("toolCallId")), ("", None)),
+                default_source="client",
+                entry=self._client_entry(answered.get(str(c.get("toolCallId"))), inputs),
             )
             for c in chunks
         ]
         await generation.emit({"type": "start", "messageId": generation.message_id}, *settled)
         if approved:
             await self.store.begin_actions(claim.lease, tool_call_ids=approved)
-        executed = await self._run_timed(to_execute)
+        executed = await self._run_timed(to_execute, generation)
         await generation.emit(
             *[
                 # A call run because its suspension was answered is a resumed tool
@@ -1284,6 +1301,48 @@ class LifecycleEpisode:
             return outcome
         await engine._generation_finished(claim, generation.message)
         return None
+
+    async def _load_suspensions(
+        self, message: UIMessage, answered: Mapping[str, Mapping[str, Any]]
+    ) -> None:
+        """LC-133: one read for the suspension episodes of the calls this episode resumes
+        (answered approvals, client/manual results), and only when a tool hook reads them."""
+        if not self.phases & _TOOL_PHASES:
+            return
+        call_ids = [*answered] + [
+            str(p["toolCallId"])
+            for p in open_tool_parts(message)
+            if p.get("state") == "approval-responded"
+        ]
+        self._suspensions = await load_suspend_history(self.store, self.claim.lease, call_ids)
+
+    def _resume_entry(
+        self, call_id: str, name: str, kind: Literal["approval", "client"], resume: Any
+    ) -> ResumeEntry:
+        """LC-133: the resume entry, referencing the call's latest pending action."""
+        history = self._suspensions.get(call_id, ())
+        action: dict[str, Any] = {"kind": kind, "toolCallId": call_id}
+        if history:
+            action["id"] = history[-1].action_id
+        return ResumeEntry(name=name, resume=resume, action=action)
+
+    def _client_entry(
+        self, part: Mapping[str, Any] | None, inputs: Mapping[str, tuple[str, Any]]
+    ) -> ResumeEntry | None:
+        """A submitted client/manual result resumes its suspended call (LC-133); ``resume``
+        is the submitted answer (from its episode, else read off the part)."""
+        if part is None:
+            return None
+        call_id = str(part.get("toolCallId"))
+        history = self._suspensions.get(call_id, ())
+        resume: Any = history[-1].resolution if history else None
+        if resume is None:
+            resume = (
+                {"errorText": part.get("errorText")}
+                if part.get("state") == "output-error"
+                else {"output": part.get("output")}
+            )
+        return self._resume_entry(call_id, inputs[call_id][0], "client", resume)
 
     def _client_result(
         self, part: Mapping[str, Any], tool: Any, source: Literal["client", "manual"] = "client"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -20,12 +20,16 @@ from pai_agents.engine.store import (
     ClaimedRun,
     Lease,
     LeaseLost,
+    OpenMessageConflict,
     RunNotFound,
     RunOutcome,
     RunSignals,
     StepRecord,
+    step_diagnostics,
 )
 from pai_agents.ids import new_id
+from pai_agents.lifecycle.suspensions import SuspensionEpisode
+from pai_agents.messages.parts import check_part_types
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import Usage
 
@@ -68,6 +72,26 @@ class MemoryMessage:
     status: str = "committed"
     step_index: int | None = None
     context: bool = True
+    # A step message's own usage and diagnostics (MF-002), projected by client_messages.
+    usage: dict[str, Any] | None = None
+    diagnostics: dict[str, Any] | None = None
+
+    def client_message(self) -> UIMessage:
+        """The client projection, as the ORM's ``Message.to_ui_message``: ``metadata.pai``
+        with producer (step: ``model``; run input: ``send``; no run: ``lifecycle``)."""
+        producer = (
+            "model" if self.step_index is not None else "send" if self.run_id else "lifecycle"
+        )
+        pai: dict[str, Any] = {"producer": producer, "status": self.status}
+        if self.run_id:
+            pai["runId"] = self.run_id
+        if self.usage is not None:
+            pai["usage"] = copy.deepcopy(self.usage)
+        if self.diagnostics is not None:
+            pai["diagnostics"] = copy.deepcopy(self.diagnostics)
+        message = copy.deepcopy(self.message)
+        message["metadata"] = {**(message.get("metadata") or {}), "pai": pai}
+        return message
 
 
 class InMemoryThreadStore:
@@ -126,6 +150,10 @@ class InMemoryThreadStore:
 
     def thread_messages(self, thread_id: str) -> list[UIMessage]:
         return [copy.deepcopy(m.message) for m in self.messages if m.thread_id == thread_id]
+
+    def client_messages(self, thread_id: str) -> list[UIMessage]:
+        """The thread as clients see it (with ``metadata.pai``)."""
+        return [m.client_message() for m in self.messages if m.thread_id == thread_id]
 
     # -- ThreadStore --
 
@@ -197,9 +225,11 @@ class InMemoryThreadStore:
     async def checkpoint_message(
         self, lease: Lease, *, message: UIMessage, step_index: int
     ) -> None:
+        check_part_types(message["parts"], what=f"message {message['id']}")  # MF-045
         with self._lock:
             run = self._fenced(lease)
             stored = self._step_message(run.id, step_index)
+            self._check_openable(run.thread_id, message, stored)  # MF-043
             if stored is None:
                 self._append(
                     MemoryMessage(
@@ -232,6 +262,7 @@ class InMemoryThreadStore:
         outcome: RunOutcome | None = None,
         replace_open: bool = False,
     ) -> None:
+        check_part_types(message["parts"], what=f"message {message['id']}")  # MF-045
         with self._lock:
             run = self._fenced(lease)
             stored = self._step_message(run.id, step.index)
@@ -240,15 +271,16 @@ class InMemoryThreadStore:
             if stored is not None:
                 stored.message, stored.status = copy.deepcopy(message), "committed"
             else:
-                self._append(
-                    MemoryMessage(
-                        message=copy.deepcopy(message),
-                        thread_id=run.thread_id,
-                        run_id=run.id,
-                        position=0,
-                        step_index=step.index,
-                    )
+                stored = MemoryMessage(
+                    message=copy.deepcopy(message),
+                    thread_id=run.thread_id,
+                    run_id=run.id,
+                    position=0,
+                    step_index=step.index,
                 )
+                self._append(stored)
+            # MF-002: the step's own usage and diagnostics, on its message.
+            stored.usage, stored.diagnostics = dict(step.usage), step_diagnostics(step)
             self.steps.setdefault(run.id, []).append(step)
             run.step_count = step.index + 1
             if outcome is not None:
@@ -276,9 +308,11 @@ class InMemoryThreadStore:
             self._replace(run.id, message)
             for action in actions:
                 self.actions[(run.id, action.tool_call_id)] = {
+                    "id": new_id("act"),
                     "request": action,
                     "message_id": message["id"],
                     "status": "pending",
+                    "created_at": datetime.now(UTC),
                 }
             self._end(run, RunOutcome(status="waiting", usage=usage))
 
@@ -295,6 +329,8 @@ class InMemoryThreadStore:
             if action["status"] != "pending":
                 raise ValueError("action already answered")
             action["status"] = "submitted"
+            action["response"] = {"approved": approved, **({"reason": reason} if reason else {})}
+            action["resolved_at"] = datetime.now(UTC)
             for stored in self.messages:
                 if stored.run_id != run_id:
                     continue
@@ -305,6 +341,33 @@ class InMemoryThreadStore:
                         if reason:
                             part["approval"]["reason"] = reason
             self.runs[run_id].status = "queued"
+
+    def submit_result(
+        self, run_id: str, tool_call_id: str, *, output: Any = None, error_text: str | None = None
+    ) -> None:
+        """Trusted test helper: a client tool's result lands in its part, the run resumes."""
+        with self._lock:
+            action = self.actions[(run_id, tool_call_id)]
+            if action["status"] != "pending":
+                raise ValueError("action already answered")
+            response = {"output": output} if error_text is None else {"errorText": error_text}
+            action.update(status="submitted", response=response, resolved_at=datetime.now(UTC))
+            for stored in self.messages:
+                for part in stored.message["parts"] if stored.run_id == run_id else ():
+                    if part.get("toolCallId") == tool_call_id:
+                        part.update(toolMetadata={"pai": {"source": "client"}}, **_result(response))
+            self.runs[run_id].status = "queued"
+
+    async def suspend_history(
+        self, lease: Lease, *, tool_call_ids: Collection[str]
+    ) -> dict[str, list[SuspensionEpisode]]:
+        """The run's suspension episodes of these calls (one per pending action here)."""
+        with self._lock:
+            found: dict[str, list[SuspensionEpisode]] = {}
+            for (run_id, call_id), action in self.actions.items():
+                if run_id == lease.run_id and call_id in tool_call_ids:
+                    found.setdefault(call_id, []).append(_episode(action))
+            return found
 
     def request_cancel(self, run_id: str) -> None:
         with self._lock:
@@ -362,6 +425,21 @@ class InMemoryThreadStore:
 
     # -- internals --
 
+    def _check_openable(
+        self, thread_id: str, message: UIMessage, stored: MemoryMessage | None
+    ) -> None:
+        """MF-043: the open message is the thread's only one and its tail assistant message."""
+        thread = [m for m in self.messages if m.thread_id == thread_id]
+        if stored is None:
+            ok = message["role"] == "assistant" and not any(m.status == "open" for m in thread)
+        else:
+            ok = stored.status == "open" and thread[-1] is stored
+        if not ok:
+            raise OpenMessageConflict(
+                f"message {message['id']} cannot be open: another message of the thread is "
+                "open, or it is not the thread's tail (MF-043)"
+            )
+
     def _step_message(self, run_id: str, step_index: int) -> MemoryMessage | None:
         return next(
             (m for m in self.messages if m.run_id == run_id and m.step_index == step_index), None
@@ -387,3 +465,27 @@ class InMemoryThreadStore:
         if outcome.status in TERMINAL_STATUSES or outcome.status == "waiting":
             run.lease_owner = None
             run.lease_expires_at = None
+
+
+def _result(response: dict[str, Any]) -> dict[str, Any]:
+    if "errorText" in response:
+        return {"state": "output-error", "errorText": response["errorText"]}
+    return {"state": "output-available", "output": response["output"]}
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
+
+
+def _episode(action: dict[str, Any]) -> SuspensionEpisode:
+    request: ActionRequest = action["request"]
+    return SuspensionEpisode(
+        action_id=str(action.get("id", "")),
+        kind=request.kind,
+        status=action["status"],
+        payload=copy.deepcopy(request.input),
+        resolution=copy.deepcopy(action.get("response")),
+        approval_id=request.approval_id,
+        suspended_at=_iso(action.get("created_at")),
+        resolved_at=_iso(action.get("resolved_at")),
+    )

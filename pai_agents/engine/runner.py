@@ -36,11 +36,18 @@ from pai_agents.engine.tool_calls import (
     settle_chunk,
     tool_name_of,
 )
+from pai_agents.engine.tool_data import tool_data_hub
 from pai_agents.ids import new_id
 from pai_agents.messages.model_messages import prune_reasoning, to_model_messages
 from pai_agents.messages.reducer import MessageReducer
 from pai_agents.messages.types import UIMessage, UIMessageChunk
-from pai_agents.models.base import ModelRequest, ModelSelection, Usage, add_usage
+from pai_agents.models.base import (
+    ModelRequest,
+    ModelSelection,
+    Usage,
+    add_usage,
+    provider_tool_definitions,
+)
 from pai_agents.tools import ToolFailure
 
 __all__ = ["RunEngine"]
@@ -51,7 +58,7 @@ logger = logging.getLogger("pai.engine")
 class _Generation:
     """One assistant message being produced: folds chunks and publishes them, indexed."""
 
-    __slots__ = ("checkpointed", "claim", "index", "message_id", "reducer", "sink")
+    __slots__ = ("checkpointed", "claim", "index", "message_id", "reducer", "sink", "tool_data")
 
     def __init__(self, claim: ClaimedRun, sink: EventSink, message: UIMessage) -> None:
         self.claim = claim
@@ -60,6 +67,7 @@ class _Generation:
         self.reducer = MessageReducer(message)
         self.index = 0
         self.checkpointed = False
+        self.tool_data: Any = None  # the running calls' ToolDataHub, made on first use
 
     @property
     def message(self) -> UIMessage:
@@ -205,7 +213,8 @@ class RunEngine:
             {"id": reuse_id or new_id("msg"), "role": "assistant", "parts": []},
         )
         generation.checkpointed = reuse_id is not None
-        translator = StepTranslator(self.agent.tools)
+        # LC-127: provider-executed calls are valid only for the agent's provider tools.
+        translator = StepTranslator(self.agent.tools, provider_tools=self.agent.provider_tools)
         if reuse_id is None:
             await self._steer(ctx)
         try:
@@ -252,7 +261,7 @@ class RunEngine:
         await self.store.commit_step(
             lease, message=generation.message, step=step, replace_open=generation.checkpointed
         )
-        results = await self._run_tools(ctx, server_calls)
+        results = await self._run_tools(ctx, server_calls, generation)
         await generation.emit(*results)
         if actions:
             await generation.emit({"type": "finish-step"})
@@ -296,6 +305,7 @@ class RunEngine:
             tools=tools,
             settings=ctx.selection.settings,
             provider_options=ctx.selection.provider_options,
+            provider_tools=provider_tool_definitions(self.agent.provider_tools),  # AD-071
         )
         model = ctx.selection.model
         summary: dict[str, Any] = {
@@ -305,6 +315,8 @@ class RunEngine:
             "tools": [t["name"] for t in tools],
             "messageCount": len(request.messages),
         }
+        if request.provider_tools:
+            summary["providerTools"] = list(request.provider_tools)
         await generation.start(step=index, restarted=restarted)
         await generation.emit(
             {"type": "start", "messageId": generation.message_id}, {"type": "start-step"}
@@ -341,10 +353,19 @@ class RunEngine:
                 {"type": "message.committed", "threadId": ctx.claim.thread_id, "message": message}
             )
 
-    async def _run_tools(self, ctx: _Context, calls: list[Any]) -> list[UIMessageChunk]:
-        """Execute calls concurrently; a cancel settles the ones still running."""
+    async def _run_tools(
+        self, ctx: _Context, calls: list[Any], generation: _Generation | None = None
+    ) -> list[UIMessageChunk]:
+        """Execute calls concurrently; a cancel settles the ones still running. The calls'
+        ToolData writes go to ``generation`` (TH-037)."""
         if not calls:
             return []
+        call_ids = [c.tool_call_id if hasattr(c, "tool_call_id") else c[2] for c in calls]
+        hub = None
+        if generation is not None:
+            hub = tool_data_hub(
+                generation, self.store, ctx.claim.lease, interval=self.checkpoint_seconds
+            )
         tasks = [
             asyncio.create_task(
                 execute_call(
@@ -355,9 +376,10 @@ class RunEngine:
                     runtime_context=ctx.behavior.runtime_context,
                     history=ctx.history,
                     signal=ctx.signal,
+                    data=hub.writer(call_id) if hub is not None else None,
                 )
             )
-            for call in calls
+            for call, call_id in zip(calls, call_ids, strict=True)
         ]
         aborted = asyncio.ensure_future(ctx.signal.wait())
         try:
@@ -374,6 +396,8 @@ class RunEngine:
                 task.cancel()
                 call_id = call.tool_call_id if hasattr(call, "tool_call_id") else call[2]
                 results.append(settle_chunk(call_id, "cancel"))
+        if hub is not None:
+            await hub.release(call_ids)
         return results
 
     async def _settle(self, ctx: _Context, message: UIMessage) -> RunOutcome | None:
@@ -418,7 +442,7 @@ class RunEngine:
         await generation.emit({"type": "start", "messageId": generation.message_id}, *chunks)
         if approved:
             await self.store.begin_actions(claim.lease, tool_call_ids=approved)
-        await generation.emit(*await self._run_tools(ctx, to_execute))
+        await generation.emit(*await self._run_tools(ctx, to_execute, generation))
         await generation.emit(
             {"type": "finish-step"}, {"type": "finish", "finishReason": "tool-calls"}
         )

@@ -25,12 +25,14 @@ __all__ = [
     "ClaimedRun",
     "Lease",
     "LeaseLost",
+    "OpenMessageConflict",
     "RunNotFound",
     "RunOutcome",
     "RunSignals",
     "RunStatus",
     "StepRecord",
     "ThreadStore",
+    "step_diagnostics",
 ]
 
 RunStatus: TypeAlias = Literal[
@@ -41,6 +43,11 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed", "cancelled
 
 class LeaseLost(RuntimeError):
     """The execution's lease expired or was taken over; nothing was written."""
+
+
+class OpenMessageConflict(RuntimeError):
+    """MF-043: only the thread's tail assistant message may be open; a checkpoint that would
+    open another message, or stream into one that is not the tail, writes nothing."""
 
 
 class RunNotFound(LookupError):
@@ -94,6 +101,20 @@ class StepRecord:
     finish_reason: str
     started_at: datetime
     finished_at: datetime
+
+
+def step_diagnostics(step: StepRecord) -> dict[str, Any]:
+    """The step message's ``metadata.pai.diagnostics`` (MF-002): how this one step ended and
+    which model produced it, from the step's own record (never folded per run)."""
+    request = step.request
+    diagnostics: dict[str, Any] = {"finishReason": step.finish_reason}
+    for key in ("provider", "modelId", "durationMs"):
+        if key in request:
+            diagnostics[key] = request[key]
+    for flag in ("synthetic", "aborted", "failed"):
+        if request.get(flag) is True:
+            diagnostics[flag] = True
+    return diagnostics
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from pai_agents.engine.step_stream import PendingCall
 from pai_agents.engine.store import ActionRequest
 from pai_agents.ids import new_id
 from pai_agents.messages.types import UIMessage, UIMessageChunk, UIMessagePart
-from pai_agents.tools import Tool, ToolContext, ToolError
+from pai_agents.tools import Tool, ToolContext, ToolData, ToolError
 
 __all__ = [
     "ResultSource",
@@ -86,8 +86,12 @@ async def execute_call(
     runtime_context: Any,
     history: list[UIMessage],
     signal: AbortSignal,
+    data: ToolData | None = None,
 ) -> UIMessageChunk:
-    """Run one validated call; any failure becomes a model-visible ``tool-output-error``."""
+    """Run one validated call; any failure becomes a model-visible ``tool-output-error``.
+
+    ``data`` is the call's ToolData writer (``ctx.data``); without one, writes are only kept
+    on the writer."""
     if isinstance(call, PendingCall):
         tool, parsed, call_id = call.tool, call.parsed, call.tool_call_id
     else:
@@ -102,6 +106,7 @@ async def execute_call(
         runtime_context=runtime_context,
         signal=signal,
         messages=list(history),  # type: ignore[arg-type]
+        data=data if data is not None else ToolData(call_id),
     )
     try:
         output = await tool.arun(parsed, context)

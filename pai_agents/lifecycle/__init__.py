@@ -134,6 +134,7 @@ from pai_agents.lifecycle.streams import (
     abort_step,
     synthetic_step_stream,
 )
+from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.lifecycle.ui_data import InvalidUiData, UiDataWriterImpl
 
 __all__ = [
@@ -219,6 +220,7 @@ __all__ = [
     "StopCondition",
     "StructuredOutputError",
     "SummarizeInput",
+    "SuspensionEpisode",
     "ThreadContextClient",
     "ThreadMessageClient",
     "ThreadMetadataClient",

@@ -23,6 +23,7 @@ from pai_agents.lifecycle.facade import (
 )
 from pai_agents.lifecycle.request import ModelStepRequest
 from pai_agents.lifecycle.results import ToolResult
+from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.messages.types import UIMessage, UIMessageChunk
 from pai_agents.models.base import ModelMessage, StepStreamPart, Usage
 
@@ -220,7 +221,9 @@ class BeforeToolCallInput(LifecycleBase):
     call: ToolCallInfo
     input: Any
     entry: ToolExecutionEntry = field(default_factory=InitialEntry)
-    suspend_history: Sequence[Any] = ()
+    # The call's earlier durable suspensions, oldest first: empty on an initial entry,
+    # loaded only when the call resumes (LC-132, LC-133).
+    suspend_history: Sequence[SuspensionEpisode] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -44,6 +44,7 @@ from pai_agents.models.base import (
     ModelMessage,
     ModelSelection,
     ModelSettings,
+    ProviderTool,
     ToolChoice,
 )
 
@@ -200,13 +201,27 @@ def merge_provider_options(
 def _checked_provider_tools(
     declared: Mapping[str, Any], selected: Mapping[str, Any]
 ) -> Mapping[str, Any]:
-    """Patches may select declared provider tools only, by their exact definition (AD-072)."""
+    """Patches may select declared provider tools only, by their exact definition (AD-072).
+
+    A declared :class:`ProviderTool` may be reused as is or as its plain definition mapping;
+    either way the request keeps the declared value (and its input schema).
+    """
     for name, definition in selected.items():
         if name not in declared:
             raise LifecyclePatchError(f"provider tool {name!r} is not declared by the agent")
-        if definition is not declared[name] and definition != declared[name]:
+        if not _same_definition(declared[name], definition):
             raise LifecyclePatchError(f"provider tool {name!r} differs from its declaration")
-    return frozen_mapping(selected)
+    return frozen_mapping({name: declared[name] for name in selected})
+
+
+def _same_definition(declared: Any, given: Any) -> bool:
+    if given is declared or given == declared:
+        return True
+    return (
+        isinstance(declared, ProviderTool)
+        and isinstance(given, Mapping)
+        and dict(given) == dict(declared.definition)
+    )
 
 
 def apply_patch(request: _R, patch: object) -> _R:

@@ -27,6 +27,7 @@ from pai_agents.models.base import (
     ModelSettings,
     ToolChoice,
     ToolSpec,
+    provider_tool_definitions,
 )
 
 __all__ = [
@@ -174,8 +175,9 @@ def to_model_request(
 
     A string instruction becomes ``system``; structured instructions are sent as leading
     system messages in their order, keeping message-local provider options (AD-024, AD-025).
-    Only the tools the request advertises are sent (LC-128); ``output`` becomes the JSON
-    ``response_format`` (TH-021).
+    Only the tools the request advertises are sent (LC-128), and only the provider tools it
+    selected, as their provider-native definitions (AD-071, LC-089); ``output`` becomes the
+    JSON ``response_format`` (TH-021).
     """
     system: str | None = None
     leading: list[ModelMessage] = []
@@ -194,4 +196,5 @@ def to_model_request(
         settings=cast(ModelSettings, dict(request.model_settings)),
         provider_options={k: dict(v) for k, v in request.provider_options.items()},
         response_format=None if request.output is None else json_response_format(request.output),
+        provider_tools=provider_tool_definitions(request.provider_tools),
     )

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from pai_agents.json import is_strict_json
+from pai_agents.messages.tool_data import TOOL_DATA_PART, invalid_tool_data
 from pai_agents.messages.types import UIMessageChunk
 
 __all__ = ["CHUNK_FIELDS", "InvalidChunk", "validate_chunk"]
@@ -255,6 +256,8 @@ def validate_chunk(chunk: object) -> UIMessageChunk:
     if fields is None:
         raise InvalidChunk(f"unknown chunk type {kind!r}")
     problem = _check_fields(chunk, fields, "chunk")
+    if problem is None and kind == TOOL_DATA_PART:  # PAI's reserved ToolData record
+        problem = invalid_tool_data(chunk)
     if problem is not None:
         raise InvalidChunk(f"invalid {kind!r} chunk: {problem}")
     return chunk

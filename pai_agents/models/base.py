@@ -7,9 +7,13 @@ wire format and yield :data:`StepStreamPart` dicts, the AI SDK's LanguageModel s
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, NotRequired, Protocol, TypeAlias, TypedDict, runtime_checkable
+
+from pydantic import BaseModel
 
 from pai_agents.abort import AbortSignal
 from pai_agents.json import ensure_strict_json
@@ -21,12 +25,14 @@ __all__ = [
     "ModelRequest",
     "ModelSelection",
     "ModelSettings",
+    "ProviderTool",
     "ResponseFormat",
     "StepStreamPart",
     "ToolChoice",
     "ToolSpec",
     "Usage",
     "add_usage",
+    "provider_tool_definitions",
 ]
 
 
@@ -78,7 +84,9 @@ ModelMessage: TypeAlias = dict[str, Any]
 #   {"type": "reasoning-start" | "reasoning-end", "id"} {"type": "reasoning-delta", "id", "delta"}
 #   {"type": "tool-input-start", "id", "toolName"}     {"type": "tool-input-delta", "id", "delta"}
 #   {"type": "tool-input-end", "id"}
-#   {"type": "tool-call", "toolCallId", "toolName", "input": <JSON text>}
+#   {"type": "tool-call", "toolCallId", "toolName", "input": <JSON text>, "providerExecuted"?}
+#   {"type": "tool-result", "toolCallId", "toolName", "result", "isError"?, "providerExecuted"}
+#     (a provider tool's result, reported by the provider that ran it)
 #   {"type": "response-metadata", "id"?, "modelId"?}
 #   {"type": "finish", "finishReason", "usage": Usage, "rawFinishReason"?}
 StepStreamPart: TypeAlias = dict[str, Any]
@@ -104,6 +112,51 @@ class ToolSpec(TypedDict):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProviderTool:
+    """A provider-defined tool (AD-071): the provider runs it, PAI only sends its definition.
+
+    ``definition`` is the provider-native tool definition, strict JSON sent as given (e.g.
+    OpenAI's ``{"type": "web_search"}``); it is copied here, so mutating the mapping it was
+    made from changes nothing. ``input_schema`` (a pydantic model), when given, validates the
+    input of the calls the provider reports for this tool (LC-127). PAI never executes such a
+    call, routes it to a client or makes it a pending action.
+    """
+
+    definition: Mapping[str, Any]
+    input_schema: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.definition, Mapping) or not self.definition:
+            raise TypeError("a provider tool definition must be a non-empty JSON object")
+        # NotStrictJson (a ValueError) for NaN, non-string keys or non-JSON values.
+        value = dict(self.definition)
+        ensure_strict_json(value, what="definition")
+        object.__setattr__(self, "definition", MappingProxyType(copy.deepcopy(value)))
+        schema = self.input_schema
+        if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError("a provider tool's input_schema must be a pydantic model class")
+
+    def wire(self) -> dict[str, Any]:
+        """A fresh copy of the definition, for one provider request."""
+        return copy.deepcopy(dict(self.definition))
+
+
+def provider_tool_definitions(tools: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Name -> provider-native definition, as :attr:`ModelRequest.provider_tools` carries it.
+
+    Values are :class:`ProviderTool` instances or, in hand-built requests, plain definition
+    mappings (an ``inputSchema`` key there is PAI's validation model, not wire content).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, tool in tools.items():
+        if isinstance(tool, ProviderTool):
+            out[name] = tool.wire()
+        else:
+            out[name] = copy.deepcopy({k: v for k, v in tool.items() if k != "inputSchema"})
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelRequest:
     """Everything one model step needs; providers must not reach anywhere else."""
 
@@ -116,6 +169,10 @@ class ModelRequest:
     # The AI SDK's responseFormat: {"type": "json", "schema"?, "name"?, "description"?}
     # asks for JSON output matching ``schema``; None means text.
     response_format: ResponseFormat | None = None
+    # Provider-defined tools (AD-071): registration name -> provider-native definition (JSON),
+    # sent beside ``tools``; the provider runs them and reports their calls in the stream
+    # marked ``providerExecuted`` (validated against these names, LC-127).
+    provider_tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class ModelError(Exception):

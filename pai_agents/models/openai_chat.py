@@ -4,6 +4,15 @@ Chat Completions is the lowest common denominator of hosted APIs and local serve
 Ollama, llama.cpp, LM Studio, gateways), so this one provider covers them all through
 ``base_url``. It translates a provider-neutral :class:`ModelRequest` to a streaming request and
 the chunk stream back to :data:`StepStreamPart` dicts; it keeps no state between calls.
+
+Provider tools (AD-071) are a pass-through: each definition in ``ModelRequest.provider_tools``
+is appended to ``tools`` exactly as declared (e.g. ``{"type": "web_search"}``). OpenAI's own
+Chat Completions accepts only ``function`` (and ``custom``) tools; other compatible servers
+and gateways accept their own tool types, and this provider does not second-guess them. A
+streamed tool call naming one of the request's provider tools is reported as
+``providerExecuted`` (PAI never runs it, LC-127). Chat Completions has no field for a
+server-side tool's result; when a server puts one on that streamed call as ``output`` (or
+``error``), it becomes the call's ``tool-result``, otherwise the call is recorded without one.
 """
 
 from __future__ import annotations
@@ -178,8 +187,11 @@ class OpenAIChatModel:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if request.tools:
-            params["tools"] = [_convert_tool(tool) for tool in request.tools]
+        tools = [_convert_tool(tool) for tool in request.tools]
+        # Provider tools ride as given, after the functions (AD-071, module docstring).
+        tools += [dict(definition) for definition in request.provider_tools.values()]
+        if tools:
+            params["tools"] = tools
             if request.tool_choice is not None:
                 params["tool_choice"] = _convert_tool_choice(request.tool_choice)
         params.update(_convert_settings(request.settings))
@@ -210,7 +222,8 @@ class OpenAIChatModel:
         params = self.build_request_params(request)
         watch = _AbortWatch(signal)
         sdk_stream: openai.AsyncStream[Any] | None = None
-        state = _StreamState()
+        functions = {tool["name"] for tool in request.tools}
+        state = _StreamState(provider_tools=frozenset(request.provider_tools) - functions)
         try:
             try:
                 opened = await watch.wait(self.client.chat.completions.create(**params))
@@ -500,12 +513,18 @@ class _ToolCallState:
     name: str | None = None
     arguments: list[str] = field(default_factory=list)
     started: bool = False
+    provider: bool = False  # names a provider tool of the request: the server ran it
+    result: StepStreamPart | None = None  # that server's reported result, if any
 
 
 @dataclass
 class _StreamState:
-    """Turns Chat Completions chunks into step stream parts."""
+    """Turns Chat Completions chunks into step stream parts.
 
+    ``provider_tools``: the names whose calls the server executes itself (AD-071).
+    """
+
+    provider_tools: frozenset[str] = frozenset()
     metadata_sent: bool = False
     text_id: str | None = None
     reasoning_id: str | None = None
@@ -594,6 +613,9 @@ class _StreamState:
         arguments = getattr(function, "arguments", None) if function is not None else None
         if name and state.name is None:
             state.name = name
+            state.provider = name in self.provider_tools
+        if state.provider:
+            _take_provider_result(state, call)
 
         parts: list[StepStreamPart] = []
         if not state.started and state.name is not None:
@@ -602,7 +624,14 @@ class _StreamState:
             state.started = True
             if state.id is None:
                 state.id = _new_id("call_")
-            parts.append({"type": "tool-input-start", "id": state.id, "toolName": state.name})
+            start: StepStreamPart = {
+                "type": "tool-input-start",
+                "id": state.id,
+                "toolName": state.name,
+            }
+            if state.provider:
+                start["providerExecuted"] = True
+            parts.append(start)
             # Arguments that arrived before the name are flushed now.
             parts.extend(
                 {"type": "tool-input-delta", "id": state.id, "delta": piece}
@@ -621,16 +650,21 @@ class _StreamState:
         for state in self.tool_calls:
             if not state.started or state.id is None or state.name is None:
                 continue  # a fragment without a tool name cannot be executed
-            made_calls = True
             parts.append({"type": "tool-input-end", "id": state.id})
-            parts.append(
-                {
-                    "type": "tool-call",
-                    "toolCallId": state.id,
-                    "toolName": state.name,
-                    "input": "".join(state.arguments) or "{}",
-                }
-            )
+            call: StepStreamPart = {
+                "type": "tool-call",
+                "toolCallId": state.id,
+                "toolName": state.name,
+                "input": "".join(state.arguments) or "{}",
+            }
+            if not state.provider:
+                made_calls = True  # only the runtime's own calls continue the run
+                parts.append(call)
+                continue
+            call["providerExecuted"] = True
+            parts.append(call)
+            if state.result is not None:
+                parts.append({**state.result, "toolCallId": state.id, "toolName": state.name})
         raw = self.raw_finish_reason
         reason = _FINISH_REASONS.get(raw, "other") if raw else "other"
         if made_calls and reason in {"stop", "other"}:
@@ -640,6 +674,18 @@ class _StreamState:
             finish["rawFinishReason"] = raw
         parts.append(finish)
         return parts
+
+
+def _take_provider_result(state: _ToolCallState, call: Any) -> None:
+    """Keep a server-side tool's result the server put on its streamed call (``output``, or
+    ``error`` for a failure): not standard Chat Completions, read only when present."""
+    for key, is_error in (("error", True), ("output", False)):
+        value = getattr(call, key, None)
+        if value is not None:
+            state.result = {"type": "tool-result", "result": value, "providerExecuted": True}
+            if is_error:
+                state.result["isError"] = True
+            return
 
 
 def _convert_usage(usage: Any) -> Usage:

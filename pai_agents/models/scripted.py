@@ -74,7 +74,8 @@ Responder = Callable[[ModelRequest], "ScriptedStep | Any"]
 class ScriptedModel:
     """Streams scripted steps: a fixed list, or a responder that decides from the request.
 
-    ``requests`` records every :class:`ModelRequest` received, for assertions.
+    ``requests`` records every :class:`ModelRequest` received, for assertions (its
+    ``provider_tools`` included: what a real provider would have been offered, AD-071).
     """
 
     steps: Iterable[ScriptedStep] = ()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from pai_agents.messages.tool_data import project_tool_data
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
+from pai_threads.suspensions import join_suspensions
 
-__all__ = ["action_out", "message_out", "queue_item_out", "run_out", "thread_out"]
+__all__ = ["action_out", "message_out", "messages_out", "queue_item_out", "run_out", "thread_out"]
 
 _CLIENT_ERROR = {"code": "run_failed", "message": "The run failed. Operators can see the details."}
 
@@ -41,7 +44,18 @@ def run_out(run: Run) -> dict[str, Any]:
 
 
 def message_out(message: Message) -> dict[str, Any]:
-    return message.to_ui_message()
+    return messages_out([message])[0]
+
+
+def messages_out(rows: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages of one thread as clients see them: stored parts stay native, and each
+    projection joined onto tool parts costs at most one query per page, never one per
+    part (MF-012)."""
+    # MF-011, MF-012, MF-019: reserved ToolData parts joined onto their tool parts.
+    messages = [project_tool_data(row.to_ui_message()) for row in rows]
+    if messages:
+        join_suspensions(rows[0].thread_id, messages)  # MF-023
+    return messages
 
 
 def queue_item_out(item: QueueItem) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pai_threads.api.schemas import (
 from pai_threads.api.serializers import (
     action_out,
     message_out,
+    messages_out,
     queue_item_out,
     run_out,
     thread_out,
@@ -37,6 +38,7 @@ from pai_threads.api.serializers import (
 from pai_threads.conf import pai_settings
 from pai_threads.errors import InvalidInput, PaiError
 from pai_threads.identity import Identity
+from pai_threads.pending_actions import answered_message
 
 __all__ = ["api"]
 
@@ -212,7 +214,7 @@ def list_messages(request: HttpRequest, thread_id: str, page: Query[PageQuery]) 
         _identity(request), thread_id, limit=page.limit, page_token=page.page_token
     )
     return {
-        "messages": [message_out(m) for m in result.items],
+        "messages": messages_out(result.items),
         "next_page_token": result.next_page_token,
     }
 
@@ -275,5 +277,10 @@ def submit_action(request: HttpRequest, action_id: str, body: ActionIn) -> dict[
     """Approve or deny a tool call, or give a client tool's result; accepted once only."""
     answer = body.model_dump(exclude_unset=True, by_alias=True)
     action = services.submit_action(_identity(request), action_id, answer)
-    _announce(action.thread_id, run=services.get_run(_identity(request), action.run_id))
+    # The answered message too: its tool part's episode now carries the resolution (MF-023).
+    _announce(
+        action.thread_id,
+        message=answered_message(action),
+        run=services.get_run(_identity(request), action.run_id),
+    )
     return action_out(action)

@@ -18,6 +18,7 @@ from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, PaiError
 from pai_threads.identity import Identity
 from pai_threads.models import PendingAction, Run
+from pai_threads.pending_actions import answered_message
 from pai_threads.realtime.announce import message_committed, run_status
 from pai_threads.realtime.heads import rename_thread
 from pai_threads.realtime.projections import (
@@ -136,8 +137,10 @@ def _submit_action(identity: Identity, thread_id: str, frame: Frame) -> Frame:
         raise InvalidInput("'value' must be an object, e.g. {\"approved\": true}")
     if not PendingAction.objects.filter(id=action_id, thread_id=thread_id).exists():
         raise NotFound("action not found")
-    submit_action(identity, action_id, value)
-    publish_sync(thread_id, side_state_events(thread_id))
+    answered = answered_message(submit_action(identity, action_id, value))
+    # The answered message first: its tool part's episode now has the resolution (MF-023).
+    events = [message_committed(thread_id, message_public(answered))] if answered else []
+    publish_sync(thread_id, [*events, *side_state_events(thread_id)])
     return {"actionId": action_id}
 
 

@@ -11,7 +11,14 @@ from typing import Any
 
 from pai_threads import services
 from pai_threads.api.schemas import ActionOut, QueueItemOut, RunOut, ThreadOut
-from pai_threads.api.serializers import action_out, queue_item_out, run_out, thread_out
+from pai_threads.api.serializers import (
+    action_out,
+    message_out,
+    messages_out,
+    queue_item_out,
+    run_out,
+    thread_out,
+)
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 
@@ -37,7 +44,7 @@ def run_public(run: Run) -> dict[str, Any]:
 
 
 def message_public(message: Message) -> dict[str, Any]:
-    return message.to_ui_message()
+    return message_out(message)
 
 
 def queue_public(thread_id: str) -> dict[str, Any]:
@@ -83,7 +90,7 @@ def build_snapshot(identity: Identity, thread_id: str) -> dict[str, Any]:
     runs.reverse()
     return {
         "thread": thread_public(thread),
-        "messages": [message_public(m) for m in page.items],
+        "messages": messages_out(page.items),
         "nextPageToken": page.next_page_token,
         "runs": [run_public(r) for r in runs],
         "queue": queue_public(thread.id),

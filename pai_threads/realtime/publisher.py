@@ -23,6 +23,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from pai_agents.engine.events import EventSink, RunEvent
+from pai_agents.messages.tool_data import project_tool_data
+from pai_threads.api.serializers import messages_out
 from pai_threads.models import Message, Run
 from pai_threads.realtime._db import run_db
 from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
@@ -73,7 +75,7 @@ def _input_messages(run_id: str) -> list[dict[str, Any]]:
     rows = Message.objects.filter(
         run_id=run_id, relation=Message.Relation.INPUT, in_transcript=True
     ).order_by("id")
-    return [message_public(row) for row in rows]
+    return messages_out(list(rows))
 
 
 class RealtimePublisher:
@@ -135,6 +137,9 @@ class RealtimePublisher:
                     return {**event, "status": run["status"], "run": run}
         except Exception:
             logger.exception("could not enrich %s for thread %s", kind, self.thread_id)
+        if kind == "generation.finished" and isinstance(event.get("message"), dict):
+            # Unenriched, the engine's message still reaches clients projected (MF-011).
+            return {**event, "message": project_tool_data(event["message"])}
         return event
 
     def _flush_later(self) -> None:

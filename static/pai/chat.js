@@ -68,10 +68,6 @@ function open(threadId, { push = true } = {}) {
   renderThreads();
 }
 
-function pendingActionFor(state, part) {
-  return state.pendingActions.find((a) => a.toolCallId === part.toolCallId) ?? null;
-}
-
 function renderMessages(state, activeRun) {
   const nodes = [];
   const last = state.messages.findLast((m) => m.role === "assistant");
@@ -82,9 +78,9 @@ function renderMessages(state, activeRun) {
     bubble.dataset.messageId = message.id;
     const run = state.runs.find((r) => r.id === pai.runId);
     const context = (part) => ({
-      pendingAction: pendingActionFor(state, part),
+      pendingAction: conn.getPendingAction(message, part), // MF-024: exactly this pair
       runActive: Boolean(run && ["queued", "running"].includes(run.status)),
-      onAction: (action, value) => conn.submitAction(action.id, value).catch(showError),
+      onAction: (action, value) => action.submit(value).catch(showError),
     });
     for (const part of message.parts) {
       const node = renderPart(part, context);

@@ -5,15 +5,19 @@
 //   const conn = connectThread({ threadId, onState: (state) => render(state) });
 //   await conn.send("Hello");          // resolves with the ack ({message, run, created})
 //   conn.cancel(); conn.regenerate(); conn.rename("Title"); conn.submitAction(id, value);
+//   conn.getPendingAction(message, part)?.submit({ approved: true });   // MF-024
 //   conn.close();
 //
 // State: { status, thread, messages, runs, queue, pendingActions, seq, error }. Messages are
 // PaiMessages (UIMessage + metadata.pai); the open generation is an ordinary message with
-// metadata.pai.status "open" (MF-025) whose parts fold live from native chunks.
+// metadata.pai.status "open" (MF-025) whose parts fold live from native chunks. Tool parts
+// carry `suspensions` and `pendingSuspension` (MF-023, joined by the server and kept current
+// from `actions.changed`), and `data[channel]`: the ToolData records the call wrote, durable
+// and live transient ones (MF-012, MF-019).
 
-import { MessageReducer } from "./reducer.js";
+import { MessageReducer, joinSuspensions, projectToolData, unprojectToolData } from "./reducer.js";
 
-export { MessageReducer } from "./reducer.js";
+export { MessageReducer, joinSuspensions, projectToolData } from "./reducer.js";
 
 const STREAMING = new Set(["queued", "running"]);
 
@@ -79,6 +83,20 @@ export class ThreadConnection {
   regenerate(messageId) { return this.command("regenerate", messageId ? { messageId } : {}); }
   rename(title) { return this.command("rename", { title }); }
   submitAction(actionId, value) { return this.command("submit-action", { actionId, value }); }
+
+  /**
+   * MF-024: the pending action of exactly this message and tool part (an approval or an
+   * unresolved client tool) as `{...action, submit(value)}`, or null. A sidecar: nothing of
+   * it is stored in the message. `message`/`part` may also be a message id / tool call id.
+   */
+  getPendingAction(message, part) {
+    const messageId = typeof message === "string" ? message : message?.id;
+    const toolCallId = typeof part === "string" ? part : part?.toolCallId;
+    const action = this.state.pendingActions.find((a) => a.messageId === messageId
+      && a.toolCallId === toolCallId && (a.status ?? "pending") === "pending");
+    if (!action) return null;
+    return { ...action, submit: (value) => this.submitAction(action.id, value) };
+  }
 
   /** The active run (queued or running), if any. */
   get activeRun() { return this.state.runs.findLast((r) => STREAMING.has(r.status)) ?? null; }
@@ -183,12 +201,15 @@ export class ThreadConnection {
         // a replay resets its own message to an empty shell (MF-028).
         s.messages = s.messages.filter((m) => m.id === event.messageId || !this.reducers.has(m.id)
           || m.metadata?.pai?.runId !== event.runId);
-        const shell = {
+        // A continued generation (results joining a committed message) folds onto that message.
+        const existing = event.continued ? s.messages.find((m) => m.id === event.messageId) : null;
+        const shell = existing ?? {
           id: event.messageId, role: "assistant",
           metadata: { pai: { status: "open", runId: event.runId, relation: "output", producer: "model" } },
           parts: [],
         };
-        this.reducers.set(event.messageId, new MessageReducer({ id: event.messageId, role: "assistant", parts: [] }));
+        const seed = existing ? structuredClone(unprojectToolData(existing).parts) : [];
+        this.reducers.set(event.messageId, new MessageReducer({ id: event.messageId, role: "assistant", parts: seed }));
         upsert(s.messages, shell);
         break;
       }
@@ -197,7 +218,11 @@ export class ThreadConnection {
         if (!reducer) break; // a generation this client never saw start: the next snapshot has it
         reducer.apply(event.chunk);
         const index = s.messages.findIndex((m) => m.id === event.messageId);
-        if (index >= 0) s.messages[index] = { ...s.messages[index], parts: structuredClone(reducer.message.parts) };
+        if (index >= 0) {
+          // MF-012, MF-019: ToolData joined onto its tool parts, transient overlays included.
+          const folded = projectToolData({ ...s.messages[index], parts: structuredClone(reducer.message.parts) });
+          s.messages[index] = joinSuspensions(folded, s.pendingActions, s.messages[index]);
+        }
         break;
       }
       case "generation.finished":
@@ -221,6 +246,7 @@ export class ThreadConnection {
         break;
       case "actions.changed":
         s.pendingActions = event.pendingActions;
+        s.messages = s.messages.map((m) => joinSuspensions(m, s.pendingActions, m));
         break;
       default:
         break;

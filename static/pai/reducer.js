@@ -65,6 +65,101 @@ export function parsePartialJson(text) {
   return undefined;
 }
 
+const episodeOf = (action) => ({
+  id: action.id, kind: action.kind, status: "pending", payload: clone(action.input),
+  approvalId: action.approvalId ?? null, resolution: null,
+  suspendedAt: action.createdAt ?? null, resolvedAt: null,
+});
+
+/**
+ * MF-023 in the browser: a tool part whose call has suspended gets `suspensions` (its durable
+ * episodes) and `pendingSuspension` (the pending one, or null); other parts stay as folded
+ * (absent means no episode, as the server projects them). Episodes the server joined are
+ * kept, also from `previous` (the same message before its parts were re-folded from chunks);
+ * the thread's pending actions (`actions.changed`, snapshot) decide which one is pending now.
+ * An answered episode keeps its last known fields until the next message event carries the
+ * server's. Returns a new message; the input is not modified.
+ */
+export function joinSuspensions(message, pendingActions, previous) {
+  if (!message.parts.some(isTool)) return message;
+  const before = new Map((previous?.parts ?? []).filter(isTool).map((p) => [p.toolCallId, p]));
+  const parts = message.parts.map((part) => {
+    if (!isTool(part)) return part;
+    const known = part.suspensions ?? before.get(part.toolCallId)?.suspensions ?? [];
+    const action = (pendingActions ?? []).find((a) => a.messageId === message.id
+      && a.toolCallId === part.toolCallId && (a.status ?? "pending") === "pending");
+    if (!action && !known.length) return part;
+    let suspensions = known;
+    let pending = null;
+    if (action) {
+      pending = known.find((e) => e.id === action.id) ?? episodeOf(action);
+      if (!known.includes(pending)) suspensions = [...known, pending];
+    }
+    return { ...part, suspensions, pendingSuspension: pending };
+  });
+  return { ...message, parts };
+}
+
+/** PAI's reserved ToolData part (pai_agents/messages/tool_data.py); never shown raw (MF-011). */
+export const TOOL_DATA = "data-pai-tool-data";
+
+/**
+ * The ToolData projection, as the server's project_tool_data (MF-012, MF-019): reserved
+ * parts removed, each tool part with records gets `data[channel]` = `[{id, value, transient?}]`
+ * in write order. A message without records is returned as is.
+ */
+export function projectToolData(message) {
+  const parts = message.parts ?? [];
+  if (!parts.some((p) => p.type === TOOL_DATA)) return message;
+  const byCall = new Map();
+  for (const p of parts) {
+    if (p.type !== TOOL_DATA || typeof p.data?.toolCallId !== "string") continue;
+    const channels = byCall.get(p.data.toolCallId) ?? {};
+    byCall.set(p.data.toolCallId, channels);
+    const channel = String(p.data.channel);
+    if (!Object.hasOwn(channels, channel)) channels[channel] = [];
+    const record = { id: p.data.id, value: clone(p.data.value) };
+    if (p.transient) record.transient = true;
+    channels[channel].push(record);
+  }
+  const owners = new Map();
+  const projected = [];
+  for (const p of parts) {
+    if (p.type === TOOL_DATA) continue;
+    if (isTool(p) && byCall.has(p.toolCallId)) owners.set(p.toolCallId, projected.length);
+    projected.push(p);
+  }
+  for (const [id, index] of owners) projected[index] = { ...projected[index], data: byCall.get(id) };
+  return { ...message, parts: projected };
+}
+
+/**
+ * The inverse, for folding more chunks into a projected message (a generation that continues
+ * a committed one): `part.data` back to reserved parts, durable records only.
+ */
+export function unprojectToolData(message) {
+  const parts = [];
+  const records = [];
+  for (const p of message.parts ?? []) {
+    if (!isTool(p) || p.data == null || typeof p.data !== "object") {
+      parts.push(p);
+      continue;
+    }
+    const { data, ...rest } = p;
+    parts.push(rest);
+    for (const [channel, list] of Object.entries(data)) {
+      for (const r of list) {
+        if (r.transient) continue;
+        records.push({
+          type: TOOL_DATA, id: JSON.stringify([p.toolCallId, channel, r.id]),
+          data: { toolCallId: p.toolCallId, channel, id: r.id, value: clone(r.value) },
+        });
+      }
+    }
+  }
+  return { ...message, parts: [...parts, ...records] };
+}
+
 export class MessageReducer {
   constructor(message) {
     this.message = message?.role === "assistant"
@@ -232,6 +327,7 @@ export class MessageReducer {
           if (!dynamic) values.rawInput = part.rawInput;
         }
         this.updateTool({ dynamic, name: toolName(part), id: chunk.toolCallId, state, values, existing: part });
+        if (!values.preliminary) this.dropTransient(chunk.toolCallId); // MF-021: completion
         return;
       }
       case "tool-approval-request": {
@@ -256,7 +352,10 @@ export class MessageReducer {
         if (chunk.providerMetadata != null) part.callProviderMetadata = clone(chunk.providerMetadata);
         return;
       }
-      case "tool-output-denied": this.invocation(chunk.toolCallId).state = "output-denied"; return;
+      case "tool-output-denied":
+        this.invocation(chunk.toolCallId).state = "output-denied";
+        this.dropTransient(chunk.toolCallId);
+        return;
       case "source-url": this.append(chunk, ["sourceId", "url", "title", "providerMetadata"]); return;
       case "source-document": this.append(chunk, ["sourceId", "mediaType", "title", "filename", "providerMetadata"]); return;
       case "file":
@@ -264,11 +363,55 @@ export class MessageReducer {
       case "custom": this.append(chunk, ["kind", "providerMetadata"]); return;
       case "steering-message": this.append(chunk, ["id", "parts"]); return;
       default:
-        if (t.startsWith("data-") && chunk.transient !== true) {
+        if (t === TOOL_DATA) this.toolData(chunk);
+        else if (t.startsWith("data-") && chunk.transient !== true) {
           const same = chunk.id != null && m.parts.find((p) => p.type === t && p.id === chunk.id);
           if (same) same.data = clone(chunk.data);
           else m.parts.push(clone(chunk));
         }
+    }
+  }
+
+  /**
+   * A ToolData record (MF-021, MF-022). Durable ones fold as the SDK folds data chunks, so
+   * the message equals the stored one. Transient ones are live overlays kept only here: in
+   * place over a durable record with the same identity (whose value comes back when the
+   * overlay goes), else appended. A durable write of the same identity removes the overlay.
+   */
+  toolData(chunk) {
+    const parts = this.message.parts;
+    let same = parts.find((p) => p.type === TOOL_DATA && p.id === chunk.id);
+    if (chunk.transient === true) {
+      if (!same) parts.push({ type: TOOL_DATA, id: chunk.id, data: clone(chunk.data), transient: true });
+      else {
+        if (!same.transient) Object.assign(same, { transient: true, retained: same.data });
+        same.data = clone(chunk.data);
+      }
+      return;
+    }
+    if (same?.transient && !("retained" in same)) {
+      parts.splice(parts.indexOf(same), 1); // never stored: the durable record goes where the server puts it
+      same = undefined;
+    }
+    if (!same) parts.push(clone(chunk));
+    else {
+      same.data = clone(chunk.data);
+      delete same.transient;
+      delete same.retained;
+    }
+  }
+
+  /** The call completed: its transient overlays go (MF-021). */
+  dropTransient(toolCallId) {
+    const parts = this.message.parts;
+    for (let i = parts.length - 1; i >= 0; i--) {
+      const p = parts[i];
+      if (p.type !== TOOL_DATA || !p.transient || p.data?.toolCallId !== toolCallId) continue;
+      if ("retained" in p) {
+        p.data = p.retained;
+        delete p.retained;
+        delete p.transient;
+      } else parts.splice(i, 1);
     }
   }
 

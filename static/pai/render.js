@@ -61,6 +61,8 @@ function toolPart(part, { pendingAction, onAction, runActive }) {
   card.innerHTML = `<div class="tool-head"><span class="tool-icon">⚙</span><strong>${escapeHtml(name)}</strong>`
     + `<span class="badge tool-state">${escapeHtml(waiting ?? STATE_LABELS[state] ?? state)}</span></div>`;
   if (part.input !== undefined) card.append(el("pre", "tool-input", json(part.input)));
+  const records = toolData(part);
+  if (records) card.append(records);
   if (state === "output-available") card.append(el("pre", "tool-output", json(part.output)));
   if (state === "output-error") card.append(el("div", "tool-error", escapeHtml(part.errorText ?? "error")));
   if (state === "output-denied") card.append(el("div", "tool-error", escapeHtml(part.approval?.reason ?? "Denied.")));
@@ -77,19 +79,35 @@ function toolPart(part, { pendingAction, onAction, runActive }) {
   return card;
 }
 
+function progress(data, className) {
+  const value = Number(data.value ?? data.percent ?? data.pct ?? 0);
+  const max = Number(data.max ?? 100);
+  const node = el("div", className, `<span>${escapeHtml(data.label ?? "Progress")}</span>`);
+  const bar = document.createElement("progress");
+  bar.max = max;
+  bar.value = value;
+  node.append(bar);
+  return node;
+}
+
+/** A tool's ToolData (`part.data[channel]`, MF-019): the latest record of each channel. */
+function toolData(part) {
+  if (!part.data || typeof part.data !== "object") return null;
+  const node = el("div", "tool-data");
+  for (const [channel, records] of Object.entries(part.data)) {
+    const latest = records.at(-1);
+    if (!latest) continue;
+    const value = latest.value;
+    if (channel === "progress" && value && typeof value === "object") node.append(progress(value, "tool-progress"));
+    else node.append(el("div", "tool-data-record", `<span>${escapeHtml(channel)}</span> <code>${escapeHtml(JSON.stringify(value))}</code>`));
+  }
+  return node.childElementCount ? node : null;
+}
+
 function dataPart(part) {
   const name = part.type.slice(5);
   const data = part.data;
-  if (name === "progress" && data && typeof data === "object") {
-    const value = Number(data.value ?? data.percent ?? 0);
-    const max = Number(data.max ?? 100);
-    const node = el("div", "data-progress", `<span>${escapeHtml(data.label ?? "Progress")}</span>`);
-    const bar = document.createElement("progress");
-    bar.max = max;
-    bar.value = value;
-    node.append(bar);
-    return node;
-  }
+  if (name === "progress" && data && typeof data === "object") return progress(data, "data-progress");
   return el("details", "data-part", `<summary>${escapeHtml(name)}</summary><pre>${json(data)}</pre>`);
 }
 

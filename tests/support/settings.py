@@ -15,7 +15,12 @@ from pai_project.settings import PAI
 
 PAI = {
     **PAI,
-    "AGENTS": [*PAI["AGENTS"], "tests.support.agents.slow", "tests.support.agents.toolbox"],
+    "AGENTS": [
+        *PAI["AGENTS"],
+        "tests.support.agents.slow",
+        "tests.support.agents.toolbox",
+        "tests.support.tool_data_agents.reporter",
+    ],
     "EXECUTOR": "thread",
     "REALTIME_RESYNC_SECONDS": float(os.environ.get("PAI_TEST_RESYNC_SECONDS", "0.5")),
 }

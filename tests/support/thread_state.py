@@ -12,6 +12,7 @@ from typing import Any
 
 from pai_agents.messages.chunks import validate_chunk
 from pai_agents.messages.reducer import MessageReducer
+from pai_agents.messages.tool_data import project_tool_data
 
 __all__ = ["ThreadState", "normalise_ids"]
 
@@ -92,10 +93,11 @@ class ThreadState:
             reducer.apply(validate_chunk(frame["chunk"]))
             index = self._find(message_id)
             assert index is not None
-            self.messages[index] = {
-                **self.messages[index],
-                "parts": copy.deepcopy(reducer.message["parts"]),
-            }
+            # As client.js: ToolData joined onto its tool parts (MF-012, MF-019); the Python
+            # reducer drops transient records, which client.js shows as live overlays.
+            self.messages[index] = project_tool_data(
+                {**self.messages[index], "parts": copy.deepcopy(reducer.message["parts"])}
+            )
         elif kind == "generation.finished":
             self.reducers.pop(frame["messageId"], None)
             self._upsert(frame["message"])

@@ -25,6 +25,7 @@ from pai_agents.lifecycle import (
     StructuredOutputError,
 )
 from pai_agents.lifecycle.patches import coerce_patch
+from pai_agents.messages.tool_data import project_tool_data
 from pai_agents.models.base import ModelError
 from pai_agents.models.openai_chat import OpenAIChatModel
 from tests.support.fake_openai import FakeOpenAIServer, text_response
@@ -131,6 +132,7 @@ def test_every_example_of_the_page_is_tested() -> None:
         "follow_up",
         "headers",
         "extensions",
+        "preliminary_results",
     }
     assert set(examples()) == tested
 
@@ -720,6 +722,35 @@ async def test_th_035_tool_policy_sees_the_call_context() -> None:
             "aborted": False,
         }
     ]
+
+
+async def test_th_037_preliminary_results_stream_with_a_tool_policy_installed() -> None:
+    """TH-037: with before_tool_call and after_tool_result installed, the tool's preliminary
+    records are published before its final value and stay on its tool part."""
+    ns = run_example("preliminary_results")
+    policy = run_example("before_tool_call")
+    analytics = run_example("after_tool_call")
+    h = harness(
+        [ScriptedStep.call("deep_search", {"query": "q"}, id="c1"), ScriptedStep.reply("done")],
+        parts=[policy["ToolPolicy"](), analytics["ToolAnalytics"]()],
+        tools=[*TOOLS, ns["deep_search"]],
+    )
+    assert (await h.run()).status == "completed"
+    step = h.assistant()[0]
+    chunks = h.sink.chunks(step["id"])
+    kinds = [c["type"] for c in chunks]
+    records = [c for c in chunks if c["type"] == "data-pai-tool-data"]
+    assert len(records) == 6
+    assert max(i for i, k in enumerate(kinds) if k == "data-pai-tool-data") < kinds.index(
+        "tool-output-available"
+    )
+    assert [c["data"]["value"]["pct"] for c in records if c.get("transient")] == [33, 66, 100]
+    part = next(p for p in project_tool_data(step)["parts"] if p.get("toolCallId") == "c1")
+    assert part["output"] == {"found": ["docs: q", "issues: q", "forum: q"]}
+    assert part["data"] == {
+        "preliminary": [{"id": "latest", "value": {"found": part["output"]["found"]}}]
+    }
+    assert analytics["ANALYTICS"][0]["success"] is True
 
 
 # -- completion ---------------------------------------------------------------------------

@@ -794,3 +794,108 @@ async def test_th_020_default_headers_go_with_every_request(server: FakeOpenAISe
     assert [e.headers["x-tenant"] for e in server.exchanges] == ["acme", "acme"]
     with pytest.raises(ValueError, match="default_headers"):
         OpenAIChatModel(model="m", client=tagged.client, default_headers={"X-Tenant": "a"})
+
+
+# -- provider tools (AD-071, LC-127) ------------------------------------------------------------
+
+
+async def test_ad_071_provider_tools_ride_in_tools_as_declared(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    """AD-071: provider tool definitions are appended to ``tools`` unchanged, after the
+    function tools; they alone are enough to send ``tools`` and ``tool_choice``, and the
+    definitions held by the request are not touched."""
+    server.add(text_response("one"), text_response("two"))
+    web = {"type": "web_search", "filters": {"allowed_domains": ["a.example"]}}
+    request = ModelRequest(
+        messages=HELLO.messages,
+        tools=[{"name": "lookup", "inputSchema": {"type": "object"}}],
+        tool_choice="auto",
+        provider_tools={"web_search": web, "code": {"type": "code_interpreter"}},
+    )
+    await collect(model, request)
+    await collect(model, ModelRequest(messages=HELLO.messages, provider_tools={"web": web}))
+
+    first, second = server.requests
+    assert first["tools"] == [
+        {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},
+        {"type": "web_search", "filters": {"allowed_domains": ["a.example"]}},
+        {"type": "code_interpreter"},
+    ]
+    assert first["tool_choice"] == "auto"
+    assert second["tools"] == [web]
+    assert request.provider_tools["web_search"] == web
+
+
+async def test_lc_127_a_streamed_call_of_a_provider_tool_is_provider_executed(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    """LC-127, AD-071: a streamed tool call naming a provider tool of the request is marked
+    ``providerExecuted``; a result the server put on it (``output``, or ``error``) follows as
+    its ``tool-result``; without one none does. Only the runtime's own calls make the step
+    finish with ``tool-calls``."""
+    with_output = tool_call_chunks("ws_1", "web_search", '{"query": "pai"}', index=0)
+    with_output[0]["choices"][0]["delta"]["tool_calls"][0]["output"] = {"hits": 2}
+    failed = tool_call_chunks("ws_2", "web_search", "{}", index=1)
+    failed[0]["choices"][0]["delta"]["tool_calls"][0]["error"] = "quota"
+    bare = tool_call_chunks("ws_3", "web_search", "{}", index=2)
+    server.add([*with_output, *failed, *bare, finish_chunk("stop")])
+    server.add([*tool_call_chunks("c1", "lookup", "{}"), *bare, finish_chunk("tool_calls")])
+    request = ModelRequest(
+        messages=HELLO.messages,
+        tools=[{"name": "lookup", "inputSchema": {"type": "object"}}],
+        provider_tools={"web_search": {"type": "web_search"}},
+    )
+
+    parts = await collect(model, request)
+
+    starts = of_type(parts, "tool-input-start")
+    assert all(p["providerExecuted"] is True for p in starts)
+    assert of_type(parts, "tool-call", "tool-result") == [
+        {
+            "type": "tool-call",
+            "toolCallId": "ws_1",
+            "toolName": "web_search",
+            "input": '{"query": "pai"}',
+            "providerExecuted": True,
+        },
+        {
+            "type": "tool-result",
+            "toolCallId": "ws_1",
+            "toolName": "web_search",
+            "result": {"hits": 2},
+            "providerExecuted": True,
+        },
+        {
+            "type": "tool-call",
+            "toolCallId": "ws_2",
+            "toolName": "web_search",
+            "input": "{}",
+            "providerExecuted": True,
+        },
+        {
+            "type": "tool-result",
+            "toolCallId": "ws_2",
+            "toolName": "web_search",
+            "result": "quota",
+            "isError": True,
+            "providerExecuted": True,
+        },
+        {
+            "type": "tool-call",
+            "toolCallId": "ws_3",
+            "toolName": "web_search",
+            "input": "{}",
+            "providerExecuted": True,
+        },
+    ]
+    assert parts[-1]["finishReason"] == "stop"
+
+    parts = await collect(model, request)
+
+    calls = of_type(parts, "tool-call")
+    assert [(c["toolName"], c.get("providerExecuted")) for c in calls] == [
+        ("lookup", None),
+        ("web_search", True),
+    ]
+    assert parts[-1]["finishReason"] == "tool-calls"

@@ -1,0 +1,1 @@
+"""Engine unit tests (a package, so their basenames may repeat integration tests' names)."""
