@@ -5,7 +5,8 @@ queries happen on executor threads, each with its own connection: a ``CaptureQue
 on the main thread would see none of them. Instead an execute wrapper is installed on every
 connection as it is created (``connection_created``), and ``BaseDatabaseWrapper.commit`` /
 ``rollback`` are wrapped to count explicit transactions. A statement outside any transaction
-(autocommit) that writes is its own transaction, so it counts as a commit too.
+(autocommit) that writes (a data-modifying CTE included) is its own transaction, so it
+counts as a commit too.
 
 Django issues ``BEGIN`` and ``COMMIT`` through the driver, never as SQL, so the wrapper does
 not see them; :attr:`Counts.pg_statements` adds them back (one ``BEGIN`` and one ``COMMIT``
@@ -26,7 +27,11 @@ from django.db.backends.signals import connection_created
 
 __all__ = ["Counts", "QueryCounter", "install"]
 
-_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+_WRITE = re.compile(
+    # A plain write, or a data-modifying CTE (``WITH x AS (UPDATE ...) ...``, PostgreSQL).
+    r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b|^\s*WITH\b.*?\bAS\s*\(\s*(INSERT|UPDATE|DELETE)\b",
+    re.IGNORECASE | re.DOTALL,
+)
 # SQLite's backend opens ``transaction_mode`` transactions with SQL through the cursor.
 _BEGIN = re.compile(r"^\s*BEGIN\b", re.IGNORECASE)
 

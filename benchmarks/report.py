@@ -206,10 +206,12 @@ def _w1(results: dict[str, Any]) -> list[str]:
         rows,
     )
     out += [
-        "The five commits of a run: accept (run + user message), claim (lease), step 1 "
-        "(assistant message with the tool call + Step row, before the tool runs), tool result "
-        "(message update), step 2 + completion (answer, Step row and run outcome in one "
-        "transaction).",
+        "The five commits of a run: accept (run + user message), claim (lease: one "
+        "`UPDATE ... RETURNING` that also returns the input messages), step 1 (assistant "
+        "message with the tool call + Step row, before the tool runs; on PostgreSQL one "
+        "data-modifying CTE), tool result (message update: one statement fenced by a locking "
+        "`EXISTS` on the run row), step 2 + completion (answer, Step row and run outcome in "
+        "one transaction, after the thread lock on PostgreSQL).",
         "",
     ]
     wal_rows = []

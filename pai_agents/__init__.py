@@ -17,6 +17,7 @@ from pai_agents.engine import (
     StepRecord,
     ThreadStore,
 )
+from pai_agents.files import FileProvider, FileRef
 from pai_agents.models import (
     LanguageModel,
     ModelRequest,
@@ -26,6 +27,7 @@ from pai_agents.models import (
     Usage,
 )
 from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
+from pai_agents.titles import ThreadTitleInput, ThreadTitles
 from pai_agents.tools import Tool, ToolContext, ToolError, ToolFailure, tool
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "AgentDefinitionError",
     "ClaimedRun",
     "EventSink",
+    "FileProvider",
+    "FileRef",
     "InMemoryThreadStore",
     "LanguageModel",
     "Lease",
@@ -52,6 +56,8 @@ __all__ = [
     "ScriptedToolCall",
     "StepRecord",
     "ThreadStore",
+    "ThreadTitleInput",
+    "ThreadTitles",
     "Tool",
     "ToolContext",
     "ToolError",

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -26,6 +26,9 @@ from pai_agents.lifecycle.metadata import (
 )
 from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection, ProviderTool
 from pai_agents.tools import Tool
+
+if TYPE_CHECKING:
+    from pai_agents.titles import ThreadTitles
 
 __all__ = [
     "AgentBehaviorInput",
@@ -139,6 +142,8 @@ class AgentDefinition:
     # Provider-defined tools by registration name (AD-071): sent to the provider, run there,
     # never by PAI; patches may select a subset by their exact definitions (AD-072).
     provider_tools: Mapping[str, ProviderTool] = field(default_factory=dict)
+    # Automatic thread titles after completed runs (AD-007, AD-041..AD-049); None: off.
+    thread_titles: ThreadTitles | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -166,6 +171,7 @@ class AgentDefinition:
             "maxSteps": self.max_steps,
             "tools": [t.manifest() for t in self.tools.values()],
             "providerTools": list(self.provider_tools),
+            "threadTitles": self.thread_titles is not None,
         }
 
     def validate_identity(self, identity: Mapping[str, Any]) -> dict[str, Any]:
@@ -322,6 +328,7 @@ def define_agent(
     thread_metadata: MetadataSchemas | None = None,
     message_metadata: MetadataSchemas | None = None,
     provider_tools: Mapping[str, ProviderTool | Mapping[str, Any]] | None = None,
+    thread_titles: bool | ThreadTitles | None = None,
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -349,6 +356,9 @@ def define_agent(
     (``{"web_search": {"type": "web_search"}}``). They are sent to the provider with every
     model step and run there; PAI validates the calls the provider reports (LC-127) and never
     executes them. Names must not clash with registered tools.
+
+    ``thread_titles`` turns on automatic thread titles after completed runs (AD-007): True
+    for the default one-shot generator, or a :class:`~pai_agents.titles.ThreadTitles`.
     """
     if not _NAME.match(name):
         raise AgentDefinitionError(f"agent name {name!r} must match {_NAME.pattern}")
@@ -432,6 +442,9 @@ def define_agent(
         except MetadataSchemaError as exc:
             raise AgentDefinitionError(f"agent {name!r}: {what}: {exc}") from exc
     provider_map = _provider_tools(name, provider_tools, tool_map)
+    from pai_agents.titles import thread_titles_option  # it imports this module
+
+    titles = thread_titles_option(name, thread_titles)
     if version is None:
         version = _default_version(name, tool_map, max_steps, provider_map)
     return AgentDefinition(
@@ -454,4 +467,5 @@ def define_agent(
         thread_metadata=thread_metadata,
         message_metadata=message_metadata,
         provider_tools=provider_map,
+        thread_titles=titles,
     )

@@ -103,6 +103,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Uploaded files (PAI attachments) in the default storage; never served as static files.
+MEDIA_ROOT = os.environ.get("DJANGO_MEDIA_ROOT") or BASE_DIR / "media"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 

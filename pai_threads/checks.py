@@ -43,6 +43,17 @@ def check_pai_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
                 id="pai.E003",
             )
         )
+    if pai_settings.FILE_PROVIDER is not None:
+        try:
+            pai_settings.import_path("FILE_PROVIDER")
+        except ImportError as exc:
+            errors.append(
+                Error(
+                    f"PAI['FILE_PROVIDER'] could not be imported: {exc}",
+                    hint="A dotted path to a pai_agents.files.FileProvider class, or None.",
+                    id="pai.E004",
+                )
+            )
     if executor == "celery":
         from django.conf import settings
 

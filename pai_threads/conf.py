@@ -52,6 +52,23 @@ DEFAULTS: dict[str, Any] = {
     "REALTIME_RESYNC_SECONDS": 5.0,
     # Keep-alive comment interval of the AI SDK SSE stream, in seconds.
     "REALTIME_SSE_KEEPALIVE_SECONDS": 15.0,
+    # PAI-managed file attachments: the largest upload in bytes (larger is 413), and the
+    # media types accepted (others are 415; "type/*" accepts a whole family).
+    "FILE_MAX_BYTES": 10 * 1024 * 1024,
+    "FILE_MEDIA_TYPES": [
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "text/plain",
+        "text/markdown",
+        "text/csv",
+        "application/json",
+        "application/pdf",
+    ],
+    # Dotted path to a pai_agents.files.FileProvider class, instantiated per run without
+    # arguments: expands stored references into model input (None drops them).
+    "FILE_PROVIDER": "pai_threads.file_provider.StorageFileProvider",
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,

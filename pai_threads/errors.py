@@ -4,11 +4,13 @@ from __future__ import annotations
 
 __all__ = [
     "ActionConflict",
+    "FileTooLarge",
     "InvalidInput",
     "NotFound",
     "PaiError",
     "RewriteRejected",
     "ThreadBusy",
+    "UnsupportedMediaType",
 ]
 
 
@@ -33,6 +35,20 @@ class NotFound(PaiError):
 class InvalidInput(PaiError):
     code = "invalid_input"
     status = 422
+
+
+class FileTooLarge(PaiError):
+    """An upload over ``PAI["FILE_MAX_BYTES"]``; nothing was stored."""
+
+    code = "file_too_large"
+    status = 413
+
+
+class UnsupportedMediaType(PaiError):
+    """An upload whose media type ``PAI["FILE_MEDIA_TYPES"]`` does not accept."""
+
+    code = "unsupported_media_type"
+    status = 415
 
 
 class ThreadBusy(PaiError):

@@ -16,8 +16,9 @@ from pai_agents.abort import AbortSignal
 from pai_agents.engine.events import EventSink
 from pai_agents.engine.runner import RunEngine
 from pai_agents.engine.store import LeaseLost, RunNotFound, RunOutcome
-from pai_threads import cancellation, registry
+from pai_threads import cancellation, registry, titles
 from pai_threads.conf import pai_settings
+from pai_threads.file_provider import file_provider
 from pai_threads.realtime import RealtimePublisher, TeeSink
 from pai_threads.store import ORMThreadStore
 
@@ -48,12 +49,13 @@ async def aexecute_run(
         logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
         return None
     agent = registry.get_agent(claim.agent_name)
-    publisher = RealtimePublisher(claim.thread_id)
+    publisher = RealtimePublisher(claim.thread_id, facts=store.facts)
     engine = RunEngine(
         agent=agent,
         store=store,
         sink=publisher if sink is None else TeeSink(sink, publisher),
         lease_seconds=pai_settings.LEASE_SECONDS,
+        files=file_provider(),
     )
     signal = signal or AbortSignal()
     try:
@@ -67,4 +69,6 @@ async def aexecute_run(
     finally:
         await publisher.aclose()
     logger.info("run %s ended %s", run_id, outcome.status, extra={"run_id": run_id})
+    # After the final commit and outside the lease; the title job never holds up the run.
+    await titles.after_run(agent, thread_id=claim.thread_id, run_id=run_id, status=outcome.status)
     return outcome

@@ -53,13 +53,14 @@ from pai_agents.lifecycle.memory import InMemoryLifecycleStore, _bag, _merged
 from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataSchemas
 from pai_agents.messages.model_messages import to_model_messages
 from pai_agents.messages.types import UIMessagePart
+from pai_threads.db import run_db as _db
 from pai_threads.models import Message, Run, Thread
 from pai_threads.realtime.announce import message_committed, run_status
 from pai_threads.realtime.heads import thread_updated
 from pai_threads.realtime.projections import message_public, run_public
 from pai_threads.realtime.publisher import publish_sync
 from pai_threads.rewrites import lifecycle_visibility_rewrite
-from pai_threads.store import _db, _fence
+from pai_threads.store import _fence
 
 __all__ = ["ORMLifecycleThread", "ORMRunMetadata", "ORMScope"]
 

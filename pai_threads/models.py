@@ -16,7 +16,16 @@ from django.db.models import Q
 
 from pai_agents.ids import new_id
 
-__all__ = ["Message", "PendingAction", "QueueItem", "RewriteDelivery", "Run", "Step", "Thread"]
+__all__ = [
+    "File",
+    "Message",
+    "PendingAction",
+    "QueueItem",
+    "RewriteDelivery",
+    "Run",
+    "Step",
+    "Thread",
+]
 
 
 def _iso(moment: datetime) -> str:
@@ -40,11 +49,22 @@ def _action_id() -> str:
     return new_id("act")
 
 
+def _file_id() -> str:
+    return new_id("fil")
+
+
 class Thread(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=_thread_id, editable=False)
     scope_key = models.CharField(max_length=200)
     agent_name = models.CharField(max_length=100)
     title = models.CharField(max_length=200, blank=True, default="")
+    # The title record (AD-041, AD-045): who set the title ("" for none, "generated",
+    # "manual"), and what the refresh schedule compares against (AD-043): when the last
+    # automatic title was stored and the thread's completed runs and messages at that time.
+    title_source = models.CharField(max_length=16, blank=True, default="")
+    title_generated_at = models.DateTimeField(null=True, blank=True)
+    title_runs = models.PositiveIntegerField(default=0)
+    title_messages = models.PositiveIntegerField(default=0)
     metadata = models.JSONField(default=dict, blank=True)
     private_metadata = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=1)
@@ -390,3 +410,33 @@ class PendingAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.tool_name} ({self.status})"
+
+
+class File(models.Model):
+    """A PAI-managed upload: its bytes live in Django's default storage under
+    ``storage_name``; messages refer to it by id only (MF-039).
+
+    Immutable once stored (``sha256`` is of the stored bytes), so a reference's public facts
+    and a provider's cached expansion never go stale. ``metadata`` is public: it is shown
+    on attachments. A file bound to a thread can be attached only there.
+    """
+
+    id = models.CharField(primary_key=True, max_length=40, default=_file_id, editable=False)
+    scope_key = models.CharField(max_length=200)
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, null=True, blank=True, related_name="files"
+    )
+    media_type = models.CharField(max_length=255)
+    filename = models.CharField(max_length=255, blank=True, default="")
+    byte_size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    storage_name = models.CharField(max_length=500)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["scope_key", "created_at"], name="pai_file_scope_recent")]
+
+    def __str__(self) -> str:
+        return self.filename or self.id

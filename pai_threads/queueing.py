@@ -6,7 +6,7 @@ one fact: there is never a moment with queued input and no run to drain it.
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
@@ -33,8 +33,12 @@ def lock_thread(thread_id: str) -> None:
     run row: otherwise a send could queue its input after the ending transaction looked for
     queued input and before it committed, leaving that input with no run to admit it. One
     order everywhere (thread, then run) keeps the two from deadlocking.
+
+    A database without row locks (SQLite) serializes every write transaction instead, and
+    there the SELECT would lock nothing: it is not sent.
     """
-    Thread.objects.select_for_update().filter(pk=thread_id).values_list("pk").first()
+    if connection.features.has_select_for_update:
+        Thread.objects.select_for_update().filter(pk=thread_id).values_list("pk").first()
 
 
 def admit_next(thread_id: str) -> Run | None:

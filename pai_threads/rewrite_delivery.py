@@ -27,12 +27,11 @@ import functools
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final, TypeVar
 
-from asgiref.sync import sync_to_async
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -56,6 +55,7 @@ from pai_agents.lifecycle.inputs import (
 )
 from pai_threads import registry
 from pai_threads.conf import pai_settings
+from pai_threads.db import run_db_closing as _db
 from pai_threads.models import RewriteDelivery
 
 __all__ = [
@@ -275,19 +275,6 @@ async def _job_for(thread_id: str, fact: Mapping[str, Any]) -> Job | None:
 def _forget(fact_id: str) -> None:
     with _local_lock:
         _local.pop(fact_id, None)
-
-
-async def _db(fn: Callable[..., T], *args: Any) -> T:
-    """Run ``fn`` in a worker thread and close that thread's connection: these loops are
-    short-lived (one per dispatched job), so a kept connection would outlive its thread."""
-
-    def closing() -> T:
-        try:
-            return fn(*args)
-        finally:
-            connection.close()
-
-    return await sync_to_async(closing, thread_sensitive=False)()
 
 
 # -- the stored fact's rewrite --

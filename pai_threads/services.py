@@ -24,6 +24,7 @@ from pai_agents.messages.reducer import MessageReducer
 from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
 from pai_threads.errors import ActionConflict, InvalidInput, NotFound, ThreadBusy
+from pai_threads.files import reference_attachments
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.pagination import InvalidPageToken, decode_token, encode_token
@@ -58,7 +59,7 @@ __all__ = [
     "update_visibility",
 ]
 
-USER_PART_TYPES = frozenset({"text", "file"})
+USER_PART_TYPES = frozenset({"text", "file", "attachment"})
 SEND_POLICIES = ("queue", "reject", "interrupt", "steer")
 
 
@@ -88,6 +89,7 @@ def create_thread(identity: Identity, *, agent: str | None = None, title: str = 
         scope_key=identity.scope_key,
         agent_name=agent_name,
         title=title[:200],
+        title_source="manual" if title else "",  # set by the application (AD-045)
         **thread_metadata_defaults(agent_name),
     )
 
@@ -96,7 +98,11 @@ MAX_TITLE = 200
 
 
 def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
-    """Set the title (whitespace folded, at most 200 characters)."""
+    """Set the title (whitespace folded, at most 200 characters).
+
+    The title record becomes ``manual``: automatic generation never replaces it unless the
+    agent's ``thread_titles`` says ``overwrite="always"`` (AD-045).
+    """
     if not isinstance(title, str):
         raise InvalidInput("title must be a string")
     title = " ".join(title.split())
@@ -104,8 +110,9 @@ def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
         raise InvalidInput(f"title must be at most {MAX_TITLE} characters")
     thread = get_thread(identity, thread_id)
     thread.title = title
+    thread.title_source = "manual"
     thread.updated_at = timezone.now()
-    thread.save(update_fields=["title", "updated_at"])
+    thread.save(update_fields=["title", "title_source", "updated_at"])
     return thread
 
 
@@ -182,7 +189,7 @@ def _validate_user_message(
     for index, part in enumerate(parts):
         kind = part.get("type") if isinstance(part, dict) else None
         if not isinstance(kind, str) or not (kind in USER_PART_TYPES or kind.startswith("data-")):
-            raise InvalidInput(f"parts[{index}]: type must be text, file or data-*")
+            raise InvalidInput(f"parts[{index}]: type must be text, file, attachment or data-*")
         if kind.startswith("data-pai-"):  # MF-011: reserved for the runtime
             raise InvalidInput(f"parts[{index}]: data-pai-* parts are reserved for the runtime")
         if kind == "text" and not isinstance(part.get("text"), str):
@@ -191,6 +198,8 @@ def _validate_user_message(
             isinstance(part.get("url"), str) and isinstance(part.get("mediaType"), str)
         ):
             raise InvalidInput(f"parts[{index}]: a file part needs 'url' and 'mediaType'")
+        if kind == "attachment" and not isinstance(part.get("fileId"), str):
+            raise InvalidInput(f"parts[{index}]: an attachment part needs a string 'fileId'")
     metadata = message.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")
@@ -226,6 +235,7 @@ def send(
     """
     thread = get_thread(identity, thread_id)
     message_id, parts, metadata = _validate_user_message(message)
+    parts = reference_attachments(thread, parts)  # MF-039: stored as references
     client_id = bool(message.get("id"))
     try:
         agent = registry.get_agent(thread.agent_name)

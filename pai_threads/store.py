@@ -5,20 +5,25 @@ Each method is one short synchronous transaction, called from the engine through
 row (``lease_token = <ours> AND status = running``); zero rows means the lease is gone and
 the transaction raises :class:`LeaseLost` before writing anything. The UPDATE also locks
 the run row until commit, so a concurrent claim (which bumps the token) waits for us.
+
+The hot path (claim, step commits, tool results; docs/benchmarks.md W1) spends as few
+statements as the guarantees allow: writes return what they wrote (``RETURNING``) into the
+store's :class:`RunFacts` for the realtime publisher, the fencing UPDATE also reports the
+thread's queue (so an empty queue costs no steer check and no admission query), a message
+update without a run change is one statement fenced by a locking ``EXISTS`` on the run row,
+and on PostgreSQL a step commit is one data-modifying CTE (fence, message, Step row).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Collection, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any, ParamSpec, TypeVar, cast
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, cast
 
-from asgiref.sync import sync_to_async
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from pai_agents.engine.store import (
     TERMINAL_STATUSES,
@@ -39,32 +44,26 @@ from pai_agents.messages.parts import check_part_types
 from pai_agents.messages.types import MessageRole, UIMessage
 from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
+from pai_threads.db import run_db as _db
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Step
 from pai_threads.queueing import admit_next, lock_thread
+from pai_threads.run_facts import RunFacts
+from pai_threads.store_sql import (
+    MESSAGE_COLUMNS,
+    convert,
+    input_messages,
+    input_messages_sql,
+    insert_sql,
+    model_fields,
+    pending_sql,
+    qn,
+    queued_sql,
+    returning_sql,
+    update_sql,
+)
 from pai_threads.suspensions import suspension_episode
 
 __all__ = ["ORMThreadStore"]
-
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _close_after(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        close_old_connections()
-
-
-async def _db(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """Run a sync store operation in a worker thread, with Django's connection lifecycle.
-
-    Worker threads are not requests, so nothing else would close their connections; each
-    operation ends like a request does (``close_old_connections``), which honours
-    CONN_MAX_AGE and connection pooling instead of leaking one connection per thread.
-    """
-    return await sync_to_async(_close_after, thread_sensitive=False)(fn, *args, **kwargs)
 
 
 def _fence(lease: Lease, **changes: Any) -> None:
@@ -74,39 +73,185 @@ def _fence(lease: Lease, **changes: Any) -> None:
         raise LeaseLost(lease.run_id)
 
 
-_CLAIM_COLUMNS = (
-    "thread_id",
-    "agent_name",
-    "scope_key",
-    "identity",
-    "client_data",
-    "initiator",
-    "step_count",
-    "attempt",
-    "lease_token",
-    "usage",
-    "started_at",
+_RUN_TABLE = Run._meta.db_table
+# What a client projection of a run needs (run_public), returned by every fencing write.
+_RUN_FIELDS = model_fields(
+    Run,
+    (
+        "id",
+        "thread_id",
+        "status",
+        "initiator",
+        "step_count",
+        "attempt",
+        "usage",
+        "metadata",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ),
 )
-_JSON_COLUMNS = frozenset({"identity", "client_data", "usage"})
+_CLAIM_FIELDS = _RUN_FIELDS + model_fields(
+    Run, ("agent_name", "scope_key", "identity", "client_data", "lease_token")
+)
+_MESSAGE_FIELDS = model_fields(Message, MESSAGE_COLUMNS)
 
 
-def _claim_returning(run_id: str, *, owner: str, lease_seconds: float) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class _Fenced:
+    """What a fencing UPDATE returned: the run row after it, and the thread's side state
+    as the transaction sees it (``pending`` is only asked for when a run ends)."""
+
+    run: Run
+    queued: bool
+    pending: bool
+
+
+def _run_column(name: str) -> str:
+    return f"{qn(_RUN_TABLE)}.{qn(name)}"
+
+
+def _fenced_runs(lease: Lease) -> Any:
+    return Run.objects.filter(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
+
+
+def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[str, list[Any]]:
+    """The fencing UPDATE, returning the run, ``EXISTS`` queued input [, pending actions].
+
+    In the transaction that ends a run the thread lock is taken by an earlier statement, so
+    this statement's snapshot already holds every queued input a send could have added.
+    """
+    sql, params = update_sql(_fenced_runs(lease), changes or {"lease_token": F("lease_token")})
+    queued, queued_params = queued_sql(_run_column("thread_id"))
+    columns = [returning_sql(_RUN_FIELDS, _RUN_TABLE), queued]
+    params += queued_params
+    if sides:
+        pending, pending_params = pending_sql(_run_column("thread_id"))
+        columns.append(pending)
+        params += pending_params
+    return f"{sql} RETURNING {', '.join(columns)}", params
+
+
+def _fenced_row(row: Sequence[Any], *, sides: bool) -> _Fenced:
+    width = len(_RUN_FIELDS)
+    return _Fenced(
+        run=Run(**convert(_RUN_FIELDS, row[:width])),
+        queued=bool(row[width]),
+        pending=bool(row[width + 1]) if sides else True,
+    )
+
+
+def _fence_returning(
+    lease: Lease, changes: dict[str, Any] | None = None, *, sides: bool = False
+) -> _Fenced:
+    """:func:`_fence` that also returns the run row and the thread's side state."""
+    sql, params = _fence_sql(lease, changes or {}, sides=sides)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise LeaseLost(lease.run_id)
+    return _fenced_row(row, sides=sides)
+
+
+def _message_row(values: Sequence[Any]) -> Message:
+    return Message(**convert(_MESSAGE_FIELDS, values))
+
+
+def _write_step(
+    lease: Lease, changes: dict[str, Any], message: Message, step: Step, *, sides: bool
+) -> tuple[_Fenced, Message]:
+    """Fence the run (applying ``changes``), insert the step's message and Step row.
+
+    On PostgreSQL this is one statement (a data-modifying CTE: the inserts select from the
+    fencing UPDATE, so a lost lease inserts nothing), atomic on its own; elsewhere three
+    statements in the caller's transaction.
+    """
+    if connection.vendor == "postgresql":
+        fence, params = _fence_sql(lease, changes, sides=sides)
+        insert, insert_params = insert_sql(message, source="pai_fence", returning=_MESSAGE_FIELDS)
+        step_insert, step_params = insert_sql(
+            step, source="pai_message", columns={"message_id": f"pai_message.{qn('id')}"}
+        )
+        sql = (
+            f"WITH pai_fence AS ({fence}), pai_message AS ({insert}), "  # noqa: S608
+            f"pai_step AS ({step_insert}) SELECT * FROM pai_fence, pai_message"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, *insert_params, *step_params])
+            row = cursor.fetchone()
+        if row is None:
+            raise LeaseLost(lease.run_id)
+        width = len(_RUN_FIELDS) + (2 if sides else 1)
+        return _fenced_row(row[:width], sides=sides), _message_row(row[width:])
+    fenced = _fence_returning(lease, changes, sides=sides)
+    insert, insert_params = insert_sql(message, returning=_MESSAGE_FIELDS)
+    with connection.cursor() as cursor:
+        cursor.execute(insert, insert_params)
+        stored = _message_row(cursor.fetchone())
+    step.message_id = stored.pk
+    step.save(force_insert=True)
+    return fenced, stored
+
+
+def _update_parts(
+    lease: Lease, rows: Any, parts: Any, *, fenced: bool
+) -> tuple[Message, bool] | None:
+    """UPDATE the parts of ``rows`` (one message), returning the row and ``EXISTS`` queued
+    input; None when nothing matched.
+
+    ``fenced``: the statement fences itself with a locking ``EXISTS`` on the run row (the
+    lock a fencing UPDATE takes, released at the statement's commit), so a message update
+    without a run change is one autocommit statement. SQLite locks the whole database for
+    any write, so its ``EXISTS`` needs no lock clause.
+    """
+    sql, params = update_sql(rows, {"parts": parts, "updated_at": timezone.now()})
+    if fenced:
+        lock = ""
+        if connection.features.has_select_for_update:
+            lock = " " + connection.ops.for_update_sql(no_key=True)
+        run = qn(_RUN_TABLE)
+        sql += (
+            f" AND EXISTS (SELECT 1 FROM {run} WHERE {_run_column('id')} = %s AND "  # noqa: S608
+            f"{_run_column('lease_token')} = %s AND {_run_column('status')} = %s{lock})"
+        )
+        params += [lease.run_id, lease.token, Run.Status.RUNNING.value]
+    queued, queued_params = queued_sql(f"{qn(Message._meta.db_table)}.{qn('thread_id')}")
+    sql += f" RETURNING {returning_sql(_MESSAGE_FIELDS, Message._meta.db_table)}, {queued}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *queued_params])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return _message_row(row[:-1]), bool(row[-1])
+
+
+def _message_of(lease: Lease, message: UIMessage) -> Any:
+    return Message.objects.filter(run_id=lease.run_id, message_id=message["id"])
+
+
+def _claim_returning(
+    run_id: str, *, owner: str, lease_seconds: float
+) -> tuple[Run, bool, list[Message]] | None:
     """Claim in one statement: a conditional UPDATE ... RETURNING, in autocommit.
 
     The WHERE clause is the whole claim rule (queued, or running with an expired lease); the
-    token increment is the fence every later write of this execution checks. One round trip
-    instead of a transaction with an UPDATE and a SELECT.
+    token increment is the fence every later write of this execution checks. It returns the
+    run, whether the thread has queued input (the first steer check), and the run's input
+    messages (announced to subscribers at once): one round trip instead of three.
     """
     now = timezone.now()
     ops = connection.ops
-    table = ops.quote_name(Run._meta.db_table)
+    table = qn(_RUN_TABLE)
+    queued, queued_params = queued_sql(_run_column("thread_id"))
+    inputs, inputs_params = input_messages_sql(_run_column("id"))
     # Identifiers are the model's own table and constant column names; values are parameters.
     sql = (
         f"UPDATE {table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "  # noqa: S608
         "lease_token = lease_token + 1, attempt = attempt + 1, "
         "started_at = COALESCE(started_at, %s) "
         "WHERE id = %s AND (status = %s OR (status = %s AND lease_expires_at < %s)) "
-        f"RETURNING {', '.join(_CLAIM_COLUMNS)}"
+        f"RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"
     )
     params = [
         Run.Status.RUNNING.value,
@@ -117,27 +262,17 @@ def _claim_returning(run_id: str, *, owner: str, lease_seconds: float) -> dict[s
         Run.Status.QUEUED.value,
         Run.Status.RUNNING.value,
         ops.adapt_datetimefield_value(now),
+        *queued_params,
+        *inputs_params,
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    values = dict(zip(_CLAIM_COLUMNS, row, strict=True))
-    for column in _JSON_COLUMNS:
-        if isinstance(values[column], str | bytes):
-            values[column] = json.loads(values[column])
-    values["started_at"] = _aware(values["started_at"])
-    return values
-
-
-def _aware(value: datetime | str | None) -> datetime | None:
-    """A raw cursor's datetime as an aware UTC value (SQLite returns naive UTC text)."""
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if value is not None and timezone.is_naive(value):
-        value = timezone.make_aware(value, UTC)
-    return value
+    width = len(_CLAIM_FIELDS)
+    run = Run(**convert(_CLAIM_FIELDS, row[:width]))
+    return run, bool(row[width]), input_messages(row[width + 1])
 
 
 def _output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[str, Any]:
@@ -161,15 +296,19 @@ def _stored_parts(message: UIMessage) -> Any:
     return ensure_strict_json(message["parts"], what="message parts")
 
 
-def _before_end(lease: Lease, outcome: RunOutcome | None) -> None:
-    """First in a transaction that may end the run: take the thread lock (see lock_thread)."""
-    if outcome is not None and outcome.status in TERMINAL_STATUSES:
+def _before_end(lease: Lease, outcome: RunOutcome | None) -> bool:
+    """First in a transaction that may end the run: take the thread lock (see lock_thread).
+    True when the run ends (then the thread's queue and pending actions are asked for)."""
+    ends = outcome is not None and outcome.status in TERMINAL_STATUSES
+    if ends:
         lock_thread(lease.thread_id)
+    return ends
 
 
-def _after_end(lease: Lease, outcome: RunOutcome) -> None:
-    """Inside the ending transaction: the next queued input starts once the run ends."""
-    if outcome.status in TERMINAL_STATUSES:
+def _after_end(lease: Lease, fenced: _Fenced) -> None:
+    """Inside the ending transaction: the next queued input starts once the run ends (the
+    fencing UPDATE saw the queue after the thread lock: nothing queued, nothing to admit)."""
+    if fenced.queued:
         admit_next(lease.thread_id)
 
 
@@ -187,15 +326,37 @@ def _outcome_changes(outcome: RunOutcome) -> dict[str, Any]:
 
 
 class ORMThreadStore:
-    """Persistence for the engine on the Django ORM (SQLite or PostgreSQL)."""
+    """Persistence for the engine on the Django ORM (SQLite or PostgreSQL).
+
+    One instance serves one execution (or a test's few); :attr:`facts` holds what its
+    writes returned, for the execution's realtime publisher.
+    """
+
+    def __init__(self) -> None:
+        self.facts = RunFacts()
+        # Step messages this store inserted and never suspended on: no suspension episode
+        # can name them, so their projection needs no join query.
+        self._unsuspended: set[str] = set()
+        # (run, step) whose open message this store inserted or updated (checkpoints).
+        self._open_steps: set[tuple[str, int]] = set()
+
+    def _record(self, lease: Lease, fenced: _Fenced, *, ends: bool) -> None:
+        """After a commit: the run row and the queue as the fencing UPDATE returned them."""
+        self.facts.run_written(fenced.run)
+        self.facts.queue_observed(lease.run_id, fenced.queued)
+        if ends and not fenced.queued and not fenced.pending:
+            self.facts.sides_empty(lease.run_id)
 
     # -- sync implementations (each one transaction) --
 
     def claim_run_sync(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
-        row = _claim_returning(run_id, owner=owner, lease_seconds=lease_seconds)
-        if row is None:
+        claimed = _claim_returning(run_id, owner=owner, lease_seconds=lease_seconds)
+        if claimed is None:
             raise RunNotFound(run_id)
-        run = Run(id=run_id, **row)
+        run, queued, inputs = claimed
+        self.facts.run_written(run)
+        self.facts.queue_observed(run.id, queued)
+        self.facts.inputs_read(run.id, inputs)
         last: Message | None = None
         executing: frozenset[str] = frozenset()
         if run.step_count or run.attempt > 1:
@@ -239,9 +400,18 @@ class ORMThreadStore:
         )
 
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
-        _fence(lease, lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
-        cancel = Run.objects.filter(id=lease.run_id).values_list("cancel_requested_at", flat=True)
-        return RunSignals(cancel_requested=cancel.first() is not None)
+        # One statement: the fencing UPDATE returns the cancel request and the queue.
+        expires = timezone.now() + timedelta(seconds=lease_seconds)
+        sql, params = update_sql(_fenced_runs(lease), {"lease_expires_at": expires})
+        queued, queued_params = queued_sql(_run_column("thread_id"))
+        sql += f" RETURNING {_run_column('cancel_requested_at')}, {queued}"
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, *queued_params])
+            row = cursor.fetchone()
+        if row is None:
+            raise LeaseLost(lease.run_id)
+        self.facts.queue_observed(lease.run_id, bool(row[1]))
+        return RunSignals(cancel_requested=row[0] is not None)
 
     def checkpoint_message_sync(self, lease: Lease, *, message: UIMessage, step_index: int) -> None:
         parts = _stored_parts(message)
@@ -251,26 +421,32 @@ class ORMThreadStore:
         # index probe, no extra round trip); a message after it makes the UPDATE match
         # nothing, and the INSERT then meets the one-open-message index.
         later = Message.objects.filter(thread_id=lease.thread_id, pk__gt=OuterRef("pk"))
+        rows = Message.objects.filter(
+            run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
+        ).filter(~Exists(later))
+        step = (lease.run_id, step_index)
         try:
+            if step in self._open_steps:
+                # This store opened the row: one self-fencing statement updates it.
+                updated = _update_parts(lease, rows, parts, fenced=True)
+                if updated is not None:
+                    self.facts.queue_observed(lease.run_id, updated[1])
+                    return
             with transaction.atomic():
                 _fence(lease)
-                updated = (
-                    Message.objects.filter(
-                        run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
-                    )
-                    .filter(~Exists(later))
-                    .update(parts=parts, updated_at=timezone.now())
-                )
-                if not updated:
+                if not rows.update(parts=parts, updated_at=timezone.now()):
                     Message.objects.create(
                         **_output_message(lease, message, step_index),
                         status=Message.Status.OPEN,
                     )
+            self._open_steps.add(step)
         except IntegrityError as exc:
             raise OpenMessageConflict(
                 f"message {message['id']} cannot be open: another message of the thread is "
                 "open, or it is not the thread's tail (MF-043)"
             ) from exc
+        finally:
+            self.facts.message_changed(message["id"])
 
     def load_context_sync(self, lease: Lease) -> list[UIMessage]:
         # The newest window of context-visible messages, so a step's cost does not grow
@@ -304,15 +480,50 @@ class ORMThreadStore:
         # MF-002: the step's own usage and diagnostics travel with its message.
         fields["usage"] = ensure_strict_json(dict(step.usage), what="usage")
         fields["diagnostics"] = ensure_strict_json(step_diagnostics(step), what="diagnostics")
+        step_row = Step(
+            run_id=lease.run_id,
+            index=step.index,
+            request=ensure_strict_json(dict(step.request), what="step request"),
+            usage=fields["usage"],
+            finish_reason=step.finish_reason,
+            started_at=step.started_at,
+            finished_at=step.finished_at,
+        )
+        ends = outcome is not None and outcome.status in TERMINAL_STATUSES
+        if replace_open:
+            fenced, row = self._commit_replacing(lease, fields, step_row, run_changes, outcome)
+            self.facts.message_written(row, suspensions=True)
+        elif connection.vendor == "postgresql" and not ends:
+            # One autocommit statement: fence, message and Step row (see _write_step).
+            fenced, row = _write_step(lease, run_changes, Message(**fields), step_row, sides=False)
+        else:
+            with transaction.atomic():
+                _before_end(lease, outcome)
+                fenced, row = _write_step(
+                    lease, run_changes, Message(**fields), step_row, sides=ends
+                )
+                if ends:
+                    _after_end(lease, fenced)
+        if not replace_open:
+            self._unsuspended.add(row.message_id)
+            self.facts.message_written(row, suspensions=False)
+        self._record(lease, fenced, ends=ends)
+
+    def _commit_replacing(
+        self,
+        lease: Lease,
+        fields: dict[str, Any],
+        step_row: Step,
+        run_changes: dict[str, Any],
+        outcome: RunOutcome | None,
+    ) -> tuple[_Fenced, Message]:
+        """A checkpoint's (or a dead attempt's) open row becomes the committed message."""
         with transaction.atomic():
-            _before_end(lease, outcome)
-            _fence(lease, **run_changes)
-            row = None
-            if replace_open:
-                # A checkpoint (or a dead attempt's) open row becomes the committed message.
-                row = Message.objects.filter(
-                    run_id=lease.run_id, step_index=step.index, status=Message.Status.OPEN
-                ).first()
+            ends = _before_end(lease, outcome)
+            fenced = _fence_returning(lease, run_changes, sides=ends)
+            row = Message.objects.filter(
+                run_id=lease.run_id, step_index=step_row.index, status=Message.Status.OPEN
+            ).first()
             if row is not None:
                 row.message_id, row.parts = fields["message_id"], fields["parts"]
                 row.usage, row.diagnostics = fields["usage"], fields["diagnostics"]
@@ -329,36 +540,40 @@ class ORMThreadStore:
                 )
             else:
                 row = Message.objects.create(**fields)
-            Step.objects.create(
-                run_id=lease.run_id,
-                index=step.index,
-                message=row,
-                request=ensure_strict_json(dict(step.request), what="step request"),
-                usage=fields["usage"],
-                finish_reason=step.finish_reason,
-                started_at=step.started_at,
-                finished_at=step.finished_at,
-            )
-            if outcome is not None:
-                _after_end(lease, outcome)
+            step_row.message = row
+            step_row.save(force_insert=True)
+            if ends:
+                _after_end(lease, fenced)
+        return fenced, row
 
     def update_message_sync(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None
     ) -> None:
-        with transaction.atomic():
-            _before_end(lease, outcome)
-            if outcome is not None:
-                _fence(lease, **_outcome_changes(outcome))
-            else:
-                _fence(lease)
-            updated = Message.objects.filter(run_id=lease.run_id, message_id=message["id"]).update(
-                parts=_stored_parts(message),
-                updated_at=timezone.now(),
-            )
-            if updated != 1:
-                raise LookupError(f"run {lease.run_id} has no message {message['id']}")
-            if outcome is not None:
-                _after_end(lease, outcome)
+        parts = _stored_parts(message)
+        fenced: _Fenced | None = None
+        ends = False
+        if outcome is None:
+            # No run change: one statement, fenced by a locking EXISTS on the run row.
+            updated = _update_parts(lease, _message_of(lease, message), parts, fenced=True)
+            if updated is None and not _fenced_runs(lease).exists():
+                raise LeaseLost(lease.run_id)
+        else:
+            with transaction.atomic():
+                ends = _before_end(lease, outcome)
+                fenced = _fence_returning(lease, _outcome_changes(outcome), sides=ends)
+                updated = _update_parts(lease, _message_of(lease, message), parts, fenced=False)
+                if updated is None:
+                    raise LookupError(f"run {lease.run_id} has no message {message['id']}")
+                if ends:
+                    _after_end(lease, fenced)
+        if updated is None:
+            raise LookupError(f"run {lease.run_id} has no message {message['id']}")
+        row, queued = updated
+        self.facts.message_written(row, suspensions=row.message_id not in self._unsuspended)
+        if fenced is None:
+            self.facts.queue_observed(lease.run_id, queued)
+        else:
+            self._record(lease, fenced, ends=ends)
 
     def suspend_sync(
         self,
@@ -369,7 +584,8 @@ class ORMThreadStore:
         usage: Usage,
     ) -> None:
         with transaction.atomic():
-            _fence(lease, **_outcome_changes(RunOutcome(status="waiting", usage=usage)))
+            changes = _outcome_changes(RunOutcome(status="waiting", usage=usage))
+            fenced = _fence_returning(lease, changes)
             Message.objects.filter(run_id=lease.run_id, message_id=message["id"]).update(
                 parts=_stored_parts(message),
                 updated_at=timezone.now(),
@@ -388,6 +604,9 @@ class ORMThreadStore:
                 )
                 for action in actions
             )
+        self._unsuspended.discard(message["id"])
+        self.facts.message_changed(message["id"])
+        self._record(lease, fenced, ends=False)
 
     def begin_actions_sync(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
         with transaction.atomic():
@@ -411,6 +630,9 @@ class ORMThreadStore:
         return found
 
     def take_steering_sync(self, lease: Lease) -> list[UIMessage]:
+        if self.facts.queue_empty(lease.run_id):
+            # A write of this execution just saw no queued input at all: nothing to take.
+            return []
         # One read when there is nothing to take (the usual case): no transaction, no commit.
         head = QueueItem.objects.filter(
             thread_id=lease.thread_id, status=QueueItem.Status.QUEUED
@@ -454,13 +676,15 @@ class ORMThreadStore:
         self, lease: Lease, outcome: RunOutcome, *, discard_open_step: int | None = None
     ) -> None:
         with transaction.atomic():
-            _before_end(lease, outcome)
-            _fence(lease, **_outcome_changes(outcome))
+            ends = _before_end(lease, outcome)
+            fenced = _fence_returning(lease, _outcome_changes(outcome), sides=ends)
             if discard_open_step is not None:
                 Message.objects.filter(
                     run_id=lease.run_id, step_index=discard_open_step, status=Message.Status.OPEN
                 ).delete()
-            _after_end(lease, outcome)
+            if ends:
+                _after_end(lease, fenced)
+        self._record(lease, fenced, ends=ends)
 
     # -- the async protocol --
 

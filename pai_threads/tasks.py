@@ -7,7 +7,7 @@ from celery import shared_task
 
 from pai_threads.executors.loop import background_loop
 
-__all__ = ["execute_run", "recover_runs"]
+__all__ = ["execute_run", "generate_thread_title", "recover_runs"]
 
 
 @shared_task(name="pai_threads.execute_run", acks_late=True, ignore_result=True)
@@ -16,6 +16,14 @@ def execute_run(run_id: str) -> str | None:
 
     outcome = background_loop().submit(aexecute_run(run_id)).result()
     return outcome.status if outcome else None
+
+
+@shared_task(name="pai_threads.generate_thread_title", ignore_result=True)
+def generate_thread_title(thread_id: str, run_id: str) -> str | None:
+    """A thread title after a completed run (AD-042): off the run, on any worker."""
+    from pai_threads.titles import agenerate
+
+    return background_loop().submit(agenerate(thread_id, run_id)).result()
 
 
 @shared_task(name="pai_threads.recover_runs", ignore_result=True)

@@ -110,7 +110,6 @@ from pai_agents.lifecycle.streams import (
 )
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.lifecycle.ui_data import UiDataWriterImpl
-from pai_agents.messages.model_messages import to_model_messages
 from pai_agents.messages.types import UIMessage, UIMessageChunk
 from pai_agents.models.base import ModelMessage, ModelSelection, StepStreamPart, add_usage
 
@@ -446,7 +445,7 @@ class LifecycleEpisode:
         if "resolve_model_context" not in self.phases:
             history = await self.store.load_context(lease)
             self.ctx.history = history
-            return to_model_messages(self._hidden.restore(history))
+            return await self.engine.model_context(self.claim, self._hidden.restore(history))
         anchored = await AnchoredHistory.anchor(self.resolver_thread.messages)  # LC-044
         through = anchored.through
 
@@ -460,7 +459,7 @@ class LifecycleEpisode:
                 if through.id in ids:
                     history = history[: ids.index(through.id) + 1]
             self.ctx.history = history
-            return to_model_messages(self._hidden.restore(history))
+            return await self.engine.model_context(self.claim, self._hidden.restore(history))
 
         resolved = await self.lifecycle.resolve_model_context(
             ResolveModelContextInput(

@@ -37,11 +37,13 @@ from pai_agents.engine.tool_calls import (
     tool_name_of,
 )
 from pai_agents.engine.tool_data import tool_data_hub
+from pai_agents.files import FileProvider, to_model_messages_with_files
 from pai_agents.ids import new_id
-from pai_agents.messages.model_messages import prune_reasoning, to_model_messages
+from pai_agents.messages.model_messages import prune_reasoning
 from pai_agents.messages.reducer import MessageReducer
 from pai_agents.messages.types import UIMessage, UIMessageChunk
 from pai_agents.models.base import (
+    ModelMessage,
     ModelRequest,
     ModelSelection,
     Usage,
@@ -128,6 +130,9 @@ class RunEngine:
     # An open message is checkpointed at most this often while a step streams; a crash
     # then loses at most this much streamed output (the step itself is repeated).
     checkpoint_seconds: float = 2.0
+    # Expands stored file references into model input before each call (MF-040); None
+    # drops them, like any data part without a converter.
+    files: FileProvider | None = None
 
     async def run_episode(
         self, claim: ClaimedRun, *, signal: AbortSignal | None = None
@@ -300,7 +305,7 @@ class RunEngine:
         system, leading = instructions_split(await self.agent.resolve_instructions(ctx.behavior))
         tools = [t.spec() for t in self.agent.tools.values()]
         request = ModelRequest(
-            messages=[*leading, *prune_reasoning(to_model_messages(ctx.history))],
+            messages=[*leading, *prune_reasoning(await self.model_context(ctx.claim, ctx.history))],
             system=system,
             tools=tools,
             settings=ctx.selection.settings,
@@ -340,6 +345,15 @@ class RunEngine:
         if translator.response:
             summary["response"] = translator.response
         return summary
+
+    async def model_context(
+        self, claim: ClaimedRun, history: list[UIMessage]
+    ) -> list[ModelMessage]:
+        """The stored history as model messages, file references materialized in the run's
+        partition; ``history`` itself is not changed (MF-031, MF-039)."""
+        return await to_model_messages_with_files(
+            history, self.files, scope_key=claim.scope_key, thread_id=claim.thread_id
+        )
 
     async def _steer(self, ctx: _Context) -> None:
         """Input sent with the ``steer`` policy joins this run's context before a model step.

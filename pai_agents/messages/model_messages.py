@@ -15,8 +15,9 @@ from pai_agents.models.base import ModelMessage
 
 __all__ = ["DataPartConverter", "prune_reasoning", "to_model_messages"]
 
-# Maps a ``data-*`` part to a text or file content part, or None to drop it.
-DataPartConverter = Callable[[UIMessagePart], "dict[str, Any] | None"]
+# Maps a ``data-*`` part to a text or file content part, or None to drop it. PAI extension:
+# a list of content parts, kept in order (a file reference expands to several, MF-040).
+DataPartConverter = Callable[[UIMessagePart], "dict[str, Any] | list[dict[str, Any]] | None"]
 
 DENIED_TEXT: Final = "Tool call execution denied."
 TOOL_UNAVAILABLE_TEXT: Final = "Tool output omitted because the tool is no longer available."
@@ -62,6 +63,15 @@ def _file_content(part: UIMessagePart) -> dict[str, Any]:
     return _with_options(content, part.get("providerMetadata"))
 
 
+def _add_converted(
+    content: list[dict[str, Any]], converted: dict[str, Any] | list[dict[str, Any]] | None
+) -> None:
+    if isinstance(converted, list):
+        content.extend(converted)
+    elif converted is not None:
+        content.append(converted)
+
+
 def _user_content(
     parts: Sequence[UIMessagePart], convert_data_part: DataPartConverter | None
 ) -> list[dict[str, Any]]:
@@ -73,9 +83,7 @@ def _user_content(
         elif part.get("type") == "file":
             content.append(_file_content(part))
         elif _is_data(part) and convert_data_part is not None:
-            converted = convert_data_part(part)
-            if converted is not None:
-                content.append(converted)
+            _add_converted(content, convert_data_part(part))
     return content
 
 
@@ -184,9 +192,7 @@ def _assistant_content(
                     options = part.get("callProviderMetadata")
                 content.append(_with_options(result, options))
         elif _is_data(part) and convert_data_part is not None:
-            converted = convert_data_part(part)
-            if converted is not None:
-                content.append(converted)
+            _add_converted(content, convert_data_part(part))
     return content
 
 

@@ -33,6 +33,7 @@ import openai
 from openai.resources.chat.completions import AsyncCompletions
 
 from pai_agents.abort import Aborted, AbortSignal
+from pai_agents.models._openai_files import convert_file_part
 from pai_agents.models.base import (
     ModelError,
     ModelMessage,
@@ -353,31 +354,8 @@ def _convert_user_content(content: Any, provider: str) -> str | list[dict[str, A
         if kind == "text":
             converted.append({"type": "text", "text": part.get("text", "")})
         elif kind in {"file", "image"}:
-            converted.append(_convert_file_part(part, provider))
+            converted.append(convert_file_part(part, provider))
     return converted
-
-
-def _convert_file_part(part: dict[str, Any], provider: str) -> dict[str, Any]:
-    # "image" is the AI SDK v4 shape; "file" with an image media type is the current one.
-    media_type = str(part.get("mediaType") or part.get("mimeType") or "")
-    if part.get("type") == "image" and not media_type:
-        media_type = "image/*"
-    data = part.get("data") if part.get("type") == "file" else part.get("image")
-    if media_type.startswith("image/") and isinstance(data, str) and data:
-        if not data.startswith(("http://", "https://", "data:")):
-            concrete = "image/jpeg" if media_type == "image/*" else media_type
-            data = f"data:{concrete};base64,{data}"
-        image_url: dict[str, Any] = {"url": data}
-        options = (part.get("providerOptions") or {}).get(provider) or {}
-        if options.get("imageDetail"):
-            image_url["detail"] = options["imageDetail"]
-        return {"type": "image_url", "image_url": image_url}
-    name = part.get("filename") or "file"
-    return {
-        "type": "text",
-        "text": f"[Attachment {name!r} ({media_type or 'unknown type'}) omitted: "
-        "this model accepts only image attachments.]",
-    }
 
 
 def _convert_assistant(content: Any) -> dict[str, Any]:

@@ -3,6 +3,10 @@
 Offline (no OPENAI_API_KEY / OPENAI_BASE_URL) it runs on a ScriptedModel whose responder
 really decides from the conversation: arithmetic goes to the calculator, time questions
 to the clock, and tool results are turned into an answer.
+
+Threads get an automatic title after their first completed run (``thread_titles``): from the
+real model when one is configured, else from a second offline model that names the
+conversation after its first question.
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ from pai_agents import (
     ModelRequest,
     ScriptedModel,
     ScriptedStep,
+    ThreadTitles,
     ToolError,
     define_agent,
     tool,
 )
 from pai_project.agents.calculator import evaluate
 
-__all__ = ["assistant", "offline_model"]
+__all__ = ["assistant", "offline_model", "offline_title"]
 
 logger = logging.getLogger("pai.demo")
 
@@ -114,7 +119,24 @@ def offline_model() -> ScriptedModel:
     return ScriptedModel(respond=decide, model_name="offline-demo", record_requests=False)
 
 
+def offline_title(request: ModelRequest) -> ScriptedStep:
+    """The offline title model: the default title call sends the conversation as
+    ``User: ...`` / ``Assistant: ...`` lines; it names it after the first question."""
+    lines = _last_user_text(request).splitlines()
+    first = next((ln.removeprefix("User: ") for ln in lines if ln.startswith("User: ")), "")
+    match = _ARITHMETIC.search(first)
+    if match:
+        return ScriptedStep.reply(f"Calculating {match.group(0).strip()}")
+    if _TIME.search(first):
+        return ScriptedStep.reply("The current time")
+    words = " ".join(first.split()[:6]).strip(" ?!.,;:")
+    return ScriptedStep.reply(words[:1].upper() + words[1:] if words else "A new chat")
+
+
 _OFFLINE = offline_model()
+_OFFLINE_TITLES = ScriptedModel(
+    respond=offline_title, model_name="offline-demo-titles", record_requests=False
+)
 
 
 @cache
@@ -134,6 +156,12 @@ def choose_model(behavior: AgentBehaviorInput) -> LanguageModel:
     return _OFFLINE
 
 
+def choose_title_model(behavior: AgentBehaviorInput) -> LanguageModel:
+    """Titles come from the real model when there is one, else from the offline namer."""
+    model = choose_model(behavior)
+    return _OFFLINE_TITLES if model is _OFFLINE else model
+
+
 assistant = define_agent(
     "assistant",
     version="1.0.0",
@@ -144,4 +172,5 @@ assistant = define_agent(
     ),
     model=choose_model,
     tools=[calculator, clock],
+    thread_titles=ThreadTitles(model=choose_title_model),
 )

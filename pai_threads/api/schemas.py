@@ -44,6 +44,8 @@ class ThreadOut(CamelSchema):
     id: str
     agent: str
     title: str
+    # "" (no title), "generated" (automatic, AD-041) or "manual" (a rename, AD-045).
+    title_source: str = ""
     metadata: dict[str, Any]
     created_at: datetime
     updated_at: datetime

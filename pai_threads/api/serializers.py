@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pai_agents.messages.file_refs import project_file_refs
 from pai_agents.messages.tool_data import project_tool_data
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.suspensions import join_suspensions
@@ -19,6 +20,7 @@ def thread_out(thread: Thread) -> dict[str, Any]:
         "id": thread.id,
         "agent": thread.agent_name,
         "title": thread.title,
+        "title_source": thread.title_source,
         "metadata": thread.metadata,
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,
@@ -47,13 +49,15 @@ def message_out(message: Message) -> dict[str, Any]:
     return messages_out([message])[0]
 
 
-def messages_out(rows: Sequence[Message]) -> list[dict[str, Any]]:
+def messages_out(rows: Sequence[Message], *, suspensions: bool = True) -> list[dict[str, Any]]:
     """Messages of one thread as clients see them: stored parts stay native, and each
     projection joined onto tool parts costs at most one query per page, never one per
-    part (MF-012)."""
-    # MF-011, MF-012, MF-019: reserved ToolData parts joined onto their tool parts.
-    messages = [project_tool_data(row.to_ui_message()) for row in rows]
-    if messages:
+    part (MF-012). ``suspensions=False``: the caller knows no suspension episode names
+    these messages (nothing to join, no query)."""
+    # MF-011, MF-012, MF-019: reserved ToolData parts joined onto their tool parts;
+    # MF-014: file references shown as attachment parts.
+    messages = [project_file_refs(project_tool_data(row.to_ui_message())) for row in rows]
+    if messages and suspensions:
         join_suspensions(rows[0].thread_id, messages)  # MF-023
     return messages
 
@@ -73,7 +77,7 @@ def queue_item_out(item: QueueItem) -> dict[str, Any]:
                     **(message.get("metadata") or {}),
                     "pai": {"producer": "send", "status": "pending"},
                 },
-                "parts": message["parts"],
+                "parts": project_file_refs(message)["parts"],
             }
         ],
         "created_at": item.created_at,

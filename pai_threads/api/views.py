@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field
 
 from pai_threads import registry, services
 from pai_threads.api.auth import IdentityAuth
+from pai_threads.api.files import router as files_router
 from pai_threads.api.schemas import (
     ActionIn,
     ActionOut,
@@ -49,6 +50,7 @@ api = NinjaAPI(
     auth=IdentityAuth(),
     docs_url="/docs",
 )
+api.add_router("/files", files_router)
 
 ERRORS: dict[int, type[Schema]] = {
     400: ErrorOut,

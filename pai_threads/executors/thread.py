@@ -28,6 +28,12 @@ class ThreadExecutor:
         future = background_loop().submit(aexecute_run(run_id))
         future.add_done_callback(lambda f: _report(run_id, f))
 
+    def dispatch_title(self, thread_id: str, run_id: str) -> None:
+        """A thread title job after a completed run: a task on the same loop."""
+        from pai_threads.titles import dispatch_in_process
+
+        dispatch_in_process(thread_id, run_id)
+
 
 def _report(run_id: str, future: Future[Any]) -> None:
     exc = future.exception()

@@ -23,14 +23,16 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from pai_agents.engine.events import EventSink, RunEvent
+from pai_agents.messages.file_refs import project_file_refs
 from pai_agents.messages.tool_data import project_tool_data
 from pai_threads.api.serializers import messages_out
+from pai_threads.db import run_db
 from pai_threads.models import Message, Run
-from pai_threads.realtime._db import run_db
 from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
 from pai_threads.realtime.conf import realtime_setting
 from pai_threads.realtime.notify import notify
 from pai_threads.realtime.projections import message_public, run_public, side_state_events
+from pai_threads.run_facts import RunFacts
 
 __all__ = ["RealtimePublisher", "TeeSink", "publish", "publish_sync"]
 
@@ -78,8 +80,37 @@ def _input_messages(run_id: str) -> list[dict[str, Any]]:
     return messages_out(list(rows))
 
 
+def _has_tool_parts(rows: Sequence[Message]) -> bool:
+    return any(
+        str(part.get("type", "")).startswith("tool-") or part.get("type") == "dynamic-tool"
+        for row in rows
+        for part in row.parts or ()
+    )
+
+
+async def _projected(rows: Sequence[Message], *, suspensions: bool) -> list[dict[str, Any]]:
+    """Client projections of rows a write returned; the suspension join (a query) only
+    when episodes may exist and there is a tool part to join them to."""
+    if suspensions and _has_tool_parts(rows):
+        return await run_db(messages_out, rows)
+    return messages_out(rows, suspensions=False)
+
+
+def _empty_side_state(thread_id: str) -> list[dict[str, Any]]:
+    """:func:`side_state_events` of a thread without queued input or pending actions."""
+    return [
+        {"type": "queue.changed", "threadId": thread_id, "queue": {"items": []}},
+        {"type": "actions.changed", "threadId": thread_id, "pendingActions": []},
+    ]
+
+
 class RealtimePublisher:
-    """The sink of one run on one thread. Call :meth:`aclose` when the run ends."""
+    """The sink of one run on one thread. Call :meth:`aclose` when the run ends.
+
+    ``facts``: the rows the execution's store wrote (``ORMThreadStore.facts``); events
+    carry projections of those instead of rows read back. Without them, every projection
+    is read from the database.
+    """
 
     def __init__(
         self,
@@ -87,8 +118,10 @@ class RealtimePublisher:
         *,
         buffer: ReplayBuffer | None = None,
         coalesce_ms: float | None = None,
+        facts: RunFacts | None = None,
     ) -> None:
         self.thread_id = thread_id
+        self._facts = facts if facts is not None else RunFacts()
         self._buffer = buffer or get_buffer()
         delay = realtime_setting("REALTIME_COALESCE_MS") if coalesce_ms is None else coalesce_ms
         self._delay = max(0.0, float(delay)) / 1000
@@ -101,9 +134,13 @@ class RealtimePublisher:
         self._pending.append(await self._enrich(event))
         if event.get("type") == "run.status" and event.get("status") != "running":
             # A run that waits or ends may have created pending actions or admitted queued
-            # input (a claim changes neither: no reads for it on the hot path).
+            # input (a claim changes neither: no reads for it on the hot path). The ending
+            # write returned whether the thread has either; none needs no read.
             try:
-                self._pending += await run_db(side_state_events, self.thread_id)
+                if self._facts.take_sides_empty(str(event.get("runId"))):
+                    self._pending += _empty_side_state(self.thread_id)
+                else:
+                    self._pending += await run_db(side_state_events, self.thread_id)
             except Exception:
                 logger.exception("could not read queue/actions of thread %s", self.thread_id)
         if self._delay and _is_delta(event):
@@ -115,7 +152,13 @@ class RealtimePublisher:
     async def announce_claim(self, run_id: str) -> None:
         """A worker claimed the run: its input messages (sent by any client, over any API)
         and its ``running`` status reach subscribers before its first generation."""
-        for message in await run_db(_input_messages, run_id):
+        rows = self._facts.take_inputs(run_id)  # returned by the claim
+        messages = (
+            await run_db(_input_messages, run_id)
+            if rows is None
+            else await _projected(rows, suspensions=True)
+        )
+        for message in messages:
             await self.publish(
                 {"type": "message.committed", "threadId": self.thread_id, "message": message}
             )
@@ -124,15 +167,21 @@ class RealtimePublisher:
         )
 
     async def _enrich(self, event: RunEvent) -> RunEvent:
-        """Attach the stored, public projections clients need (one read per message/run)."""
+        """Attach the stored, public projections clients need: of the rows the store's
+        writes returned, else read (one read per message/run)."""
         kind = event.get("type")
         try:
             if kind == "generation.finished":
-                stored = await run_db(_stored_message, self.thread_id, str(event["messageId"]))
+                stored = await self._stored_message(str(event["messageId"]))
                 if stored is not None:
                     return {**event, "message": stored}
             elif kind == "run.status":
-                run = await run_db(_public_run, str(event["runId"]))
+                written = self._facts.take_run(str(event["runId"]), event.get("status"))
+                run = (
+                    run_public(written)
+                    if written is not None
+                    else await run_db(_public_run, str(event["runId"]))
+                )
                 if run is not None:
                     return {**event, "status": run["status"], "run": run}
         except Exception:
@@ -140,7 +189,18 @@ class RealtimePublisher:
         if kind == "generation.finished" and isinstance(event.get("message"), dict):
             # Unenriched, the engine's message still reaches clients projected (MF-011).
             return {**event, "message": project_tool_data(event["message"])}
+        if kind == "message.committed" and isinstance(event.get("message"), dict):
+            # Steered input comes from the engine as stored: references as attachments (MF-014).
+            return {**event, "message": project_file_refs(event["message"])}
         return event
+
+    async def _stored_message(self, message_id: str) -> dict[str, Any] | None:
+        written = self._facts.take_message(message_id)
+        if written is None:
+            return await run_db(_stored_message, self.thread_id, message_id)
+        row, suspensions = written
+        [message] = await _projected([row], suspensions=suspensions)
+        return message
 
     def _flush_later(self) -> None:
         self._timer = None

@@ -1,7 +1,7 @@
 // The demo chat page: thread list over the HTTP API, the open thread over the websocket
 // client (static/pai/client.js). The selected thread lives in the URL (?thread=<id>), so a
 // reload reconnects to it and the running generation is rebuilt from the replay.
-import { connectThread } from "./client.js";
+import { connectThread, uploadFile } from "./client.js";
 import { renderPart } from "./render.js";
 
 const api = "/api/pai";
@@ -10,10 +10,11 @@ const els = {
   threads: $("threads"), agent: $("agent"), newThread: $("new-thread"), title: $("title"),
   connection: $("connection"), runStatus: $("run-status"), messages: $("messages"), empty: $("empty"),
   queue: $("queue"), form: $("composer"), input: $("input"), send: $("send"), cancel: $("cancel"),
-  error: $("error"),
+  error: $("error"), attach: $("attach"), attached: $("attached"),
 };
 let conn = null;
 let threads = [];
+let titledAgents = new Set(); // agents whose threads get automatic titles (threadTitles)
 
 function csrf() {
   const match = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
@@ -113,7 +114,8 @@ function renderQueue(state) {
   els.queue.replaceChildren(...items.flatMap((item) => item.messages.map((message) => {
     const node = document.createElement("div");
     node.className = "queued";
-    node.textContent = `Queued: ${message.parts.filter((p) => p.type === "text").map((p) => p.text).join(" ")}`;
+    const files = message.parts.filter((p) => p.type === "attachment").map((p) => `📎 ${p.filename ?? p.mediaType}`);
+    node.textContent = `Queued: ${[...message.parts.filter((p) => p.type === "text").map((p) => p.text), ...files].join(" ")}`;
     return node;
   })));
 }
@@ -154,19 +156,37 @@ async function newThread() {
 
 els.newThread.onclick = () => newThread().catch(showError);
 
+function showAttached() {
+  const names = [...els.attach.files].map((file) => file.name);
+  els.attached.hidden = !names.length;
+  els.attached.textContent = names.length ? `📎 ${names.join(", ")}` : "";
+}
+els.attach.onchange = showAttached;
+
+/** The files chosen in the composer, uploaded to this thread: attachment parts (MF-038). */
+function uploadAttached(threadId) {
+  return Promise.all([...els.attach.files].map((file) => uploadFile(file, { threadId })));
+}
+
 els.form.onsubmit = async (event) => {
   event.preventDefault();
   const text = els.input.value.trim();
-  if (!text) return;
+  if (!text && !els.attach.files.length) return;
   showError(null);
   try {
     if (!conn) await newThread();
     await conn.ready;
-    if (!conn.state.thread?.title) {
-      conn.rename(text.slice(0, 60)).catch(() => {});
+    const thread = conn.state.thread;
+    const title = text || els.attach.files[0]?.name || "";
+    if (!thread?.title && !titledAgents.has(thread?.agent)) {
+      conn.rename(title.slice(0, 60)).catch(() => {}); // no generated title coming
     }
+    const attachments = await uploadAttached(conn.threadId);
     els.input.value = "";
-    await conn.send(text);
+    els.attach.value = "";
+    showAttached();
+    const parts = [...(text ? [{ type: "text", text }] : []), ...attachments];
+    await conn.send(attachments.length ? { role: "user", parts } : text);
   } catch (error) {
     els.input.value = text;
     showError(error);
@@ -198,6 +218,7 @@ window.onpopstate = () => {
 async function start() {
   await call("GET", "/session"); // creates the session the websocket identifies us by
   const agents = await call("GET", "/agents");
+  titledAgents = new Set(agents.filter((agent) => agent.threadTitles).map((agent) => agent.name));
   els.agent.replaceChildren(...agents.map((agent) => new Option(agent.name, agent.name)));
   await loadThreads();
   const id = new URLSearchParams(location.search).get("thread");

@@ -7,6 +7,8 @@
 //   conn.cancel(); conn.regenerate(); conn.rename("Title"); conn.submitAction(id, value);
 //   conn.getPendingAction(message, part)?.submit({ approved: true });   // MF-024
 //   conn.close();
+//   const part = await uploadFile(file, { threadId });      // an attachment part (MF-038)
+//   await conn.send({ role: "user", parts: [{ type: "text", text: "Look" }, part] });
 //
 // State: { status, thread, messages, runs, queue, pendingActions, seq, error }. Messages are
 // PaiMessages (UIMessage + metadata.pai); the open generation is an ordinary message with
@@ -257,4 +259,37 @@ export class ThreadConnection {
 /** Connect to a thread; see the module comment for the returned object's API. */
 export function connectThread(options) {
   return new ThreadConnection(options);
+}
+
+function csrfCookie() {
+  const match = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+/**
+ * Upload a file (`POST /api/pai/files`, multipart) and resolve with its attachment part,
+ * `{type: "attachment", id, fileId, mediaType, filename?, byteSize?, metadata?}` (MF-038):
+ * put it in a message's `parts` to attach the file. Rejects with the server's error `code`
+ * (`file_too_large` 413, `unsupported_media_type` 415, `invalid_input` 422, ...).
+ */
+export async function uploadFile(file, { threadId, metadata, filename, baseUrl = "/api/pai", csrfToken } = {}) {
+  const form = new FormData();
+  form.append("file", file, filename ?? file.name);
+  if (threadId) form.append("threadId", threadId);
+  if (metadata !== undefined) form.append("metadata", JSON.stringify(metadata));
+  const token = csrfToken ?? csrfCookie();
+  const response = await fetch(`${baseUrl}/files`, {
+    method: "POST", body: form, credentials: "same-origin", headers: token ? { "X-CSRFToken": token } : {},
+  });
+  const body = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = body?.error ?? {};
+    throw Object.assign(new Error(error.message ?? response.statusText), { code: error.code ?? "http_error", status: response.status });
+  }
+  return body;
+}
+
+/** Where an attachment's bytes are served (same partition only). */
+export function fileContentUrl(attachment, { baseUrl = "/api/pai" } = {}) {
+  return `${baseUrl}/files/${encodeURIComponent(attachment.fileId)}/content`;
 }

@@ -1,6 +1,9 @@
 // Rendering PaiMessages into DOM nodes: every part type, with HTML escaped before the
 // light markdown is applied (so model output can never inject markup).
 
+const FILES_API = "/api/pai/files";
+const fileContentUrl = (part) => `${FILES_API}/${encodeURIComponent(part.fileId)}/content`;
+
 export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
@@ -127,6 +130,28 @@ function filePart(part) {
   return link;
 }
 
+/** A PAI-managed file (MF-038): images as a thumbnail, other files as a link to the bytes. */
+function attachmentPart(part) {
+  const url = fileContentUrl(part);
+  const label = part.filename ?? part.mediaType;
+  const link = el("a", "file-link attachment");
+  link.href = url;
+  link.target = "_blank";
+  link.rel = "noopener noreferrer";
+  link.dataset.fileId = part.fileId;
+  if (/^image\/(png|jpeg|gif|webp)$/.test(String(part.mediaType))) {
+    const img = document.createElement("img");
+    img.src = url;
+    img.alt = label;
+    img.className = "file-image";
+    link.className = "attachment";
+    link.append(img);
+  } else {
+    link.innerHTML = `📎 ${escapeHtml(label)}`;
+  }
+  return link;
+}
+
 /** One part as a node, or null for parts with nothing to show (step-start, metadata-only). */
 export function renderPart(part, context) {
   const type = part.type;
@@ -148,7 +173,8 @@ export function renderPart(part, context) {
   }
   if (type === "source-document") return el("span", "source", `📄 ${escapeHtml(part.title)}`);
   if (type === "file" || type === "reasoning-file") return filePart(part);
-  if (type === "attachment") return el("span", "file-link", `📎 ${escapeHtml(part.filename ?? part.mediaType)}`);
+  if (type === "attachment") return attachmentPart(part);
+  if (type.startsWith("data-pai-")) return null; // reserved: never shown raw (MF-011)
   if (type.startsWith("data-")) return dataPart(part);
   return null;
 }

@@ -1,0 +1,120 @@
+"""Calling a thread-title generator: the custom one, or the default model call (AD-046..AD-049).
+
+The default call sends the conversation as plain text in one user message, after the title
+instructions: tool calls appear by name only, so the request needs no tool definitions and
+suits any provider. It carries no model settings or provider options (AD-046).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pai_agents._callables import call_user
+from pai_agents.abort import AbortSignal
+from pai_agents.agent import AgentDefinition, instructions_split
+from pai_agents.messages.types import UIMessage
+from pai_agents.models.base import LanguageModel, ModelRequest
+from pai_agents.titles import ThreadTitleInput, ThreadTitles
+
+__all__ = [
+    "MAX_TITLE_LENGTH",
+    "clean_title",
+    "complete_text",
+    "generate_title",
+    "normalize_title",
+    "title_request",
+    "transcript_text",
+]
+
+MAX_TITLE_LENGTH = 200
+_MAX_MESSAGE_CHARS = 1_000
+_MAX_TRANSCRIPT_CHARS = 8_000
+_ROLES = {"user": "User", "assistant": "Assistant", "system": "System"}
+_QUOTES = "\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
+
+
+async def generate_title(
+    agent: AgentDefinition, config: ThreadTitles, title_input: ThreadTitleInput
+) -> str | None:
+    """The new title, or None to leave the title unchanged (AD-049).
+
+    A custom generator is the only thing called when set (AD-048); otherwise the
+    instructions are resolved for this call (AD-047) and the title model answers (AD-046).
+    """
+    if config.generator is not None:
+        return normalize_title(await call_user(config.generator, title_input))
+    model = await config.resolve_model(agent, title_input.behavior())
+    instructions = await config.resolve_instructions(title_input, agent=agent.name)
+    request = title_request(instructions, title_input.messages)
+    return clean_title(await complete_text(model, request, signal=title_input.signal))
+
+
+def title_request(instructions: Any, messages: Sequence[UIMessage]) -> ModelRequest:
+    """Instructions first (as the engine places them), then the conversation as text."""
+    system, leading = instructions_split(instructions)
+    conversation = {
+        "role": "user",
+        "content": [{"type": "text", "text": transcript_text(messages)}],
+    }
+    return ModelRequest(system=system, messages=[*leading, conversation])
+
+
+def transcript_text(messages: Sequence[UIMessage]) -> str:
+    """``User: ...`` / ``Assistant: ...`` lines, the newest kept when it is long."""
+    lines: list[str] = []
+    for message in messages:
+        role = _ROLES.get(str(message.get("role")), str(message.get("role")))
+        pieces: list[str] = []
+        for part in message.get("parts") or ():
+            kind = str(part.get("type", ""))
+            if kind == "text" and part.get("text"):
+                pieces.append(" ".join(str(part["text"]).split()))
+            elif kind.startswith("tool-") or kind == "dynamic-tool":
+                name = part.get("toolName") or kind.removeprefix("tool-")
+                pieces.append(f"[used the {name} tool]")
+        text = " ".join(pieces)
+        if text:
+            lines.append(f"{role}: {text[:_MAX_MESSAGE_CHARS]}")
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        size += len(line) + 1
+        if kept and size > _MAX_TRANSCRIPT_CHARS:
+            break
+        kept.append(line)
+    return "\n".join(reversed(kept))
+
+
+async def complete_text(
+    model: LanguageModel, request: ModelRequest, *, signal: AbortSignal | None = None
+) -> str:
+    """The text of one model step (reasoning and tool calls ignored)."""
+    texts: list[str] = []
+    async for part in model.stream(request, signal=signal):
+        if part.get("type") == "text-delta":
+            texts.append(str(part.get("delta", "")))
+    return "".join(texts)
+
+
+def normalize_title(value: object) -> str | None:
+    """Whitespace folded and cut to the column's length, as a rename stores it; None for
+    None or an empty result (AD-049)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"a title generator returns a string or None, not {type(value).__name__}")
+    title = " ".join(value.split())[:MAX_TITLE_LENGTH].strip()
+    return title or None
+
+
+def clean_title(text: str | None) -> str | None:
+    """A model's answer as a title: its first non-empty line, without a ``Title:`` label,
+    wrapping quotes or final punctuation."""
+    if not text:
+        return None
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if line.lower().startswith("title:"):
+        line = line[len("title:") :]
+    line = line.strip().strip(_QUOTES).strip().rstrip(".!;:").strip(_QUOTES)
+    return normalize_title(line)

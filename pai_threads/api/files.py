@@ -1,0 +1,131 @@
+"""File endpoints under ``/api/pai/files``: upload an attachment, read its content.
+
+Scoped like threads: another partition's file id answers 404 exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.files.storage import default_storage
+from django.http import FileResponse, HttpRequest
+from ninja import File, Form, Router, Schema, Status, UploadedFile
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from pai_threads import files
+from pai_threads.api.auth import IdentityAuth
+from pai_threads.api.schemas import ErrorOut
+from pai_threads.conf import pai_settings
+from pai_threads.errors import FileTooLarge, InvalidInput
+from pai_threads.identity import Identity
+
+__all__ = ["AttachmentOut", "router"]
+
+router = Router(tags=["files"])
+
+ERRORS: dict[int, type[Schema]] = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    413: ErrorOut,
+    415: ErrorOut,
+    422: ErrorOut,
+}
+# Room for the multipart framing and form fields around the file itself.
+_MULTIPART_SLACK = 64 * 1024
+# Served inline (shown by the browser); everything else downloads.
+_INLINE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+class AttachmentOut(Schema):
+    """MF-038: ``{type: "attachment", id, fileId, mediaType, filename?, byteSize?, metadata?}``;
+    send it back as a message part to attach the file."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    type: str = "attachment"
+    id: str
+    file_id: str
+    media_type: str
+    filename: str | None = None
+    byte_size: int | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class UploadIn(Schema):
+    """Form fields beside ``file``; ``metadata`` is a JSON object, shown on attachments."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    thread_id: str | None = Field(default=None, max_length=40)
+    media_type: str | None = Field(default=None, max_length=255)
+    filename: str | None = Field(default=None, max_length=1000)
+    metadata: str | None = Field(default=None, max_length=files.MAX_METADATA_BYTES * 2)
+
+
+class UploadAuth(IdentityAuth):
+    """Refuses an oversized body by its Content-Length before the CSRF check reads it."""
+
+    def __call__(self, request: HttpRequest) -> Identity | None:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > pai_settings.FILE_MAX_BYTES + _MULTIPART_SLACK:
+            raise FileTooLarge(f"the file is larger than {pai_settings.FILE_MAX_BYTES} bytes")
+        return super().__call__(request)
+
+
+def _identity(request: HttpRequest) -> Identity:
+    identity = request.auth  # type: ignore[attr-defined]
+    assert isinstance(identity, Identity)
+    return identity
+
+
+def _metadata(raw: str | None) -> dict[str, Any] | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise InvalidInput("metadata must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise InvalidInput("metadata must be a JSON object")
+    return value
+
+
+@router.post("", response={201: AttachmentOut, **ERRORS}, by_alias=True, auth=UploadAuth())
+def upload_file(
+    request: HttpRequest, file: File[UploadedFile], form: Form[UploadIn]
+) -> Status[dict[str, Any]]:
+    """Upload a file (multipart field ``file``) into your partition, optionally bound to a
+    thread; 413 when too large, 415 for a media type not accepted, 422 when malformed."""
+    stored = files.upload_file(
+        _identity(request),
+        file,
+        media_type=form.media_type,
+        filename=form.filename,
+        thread_id=form.thread_id,
+        metadata=_metadata(form.metadata),
+    )
+    return Status(201, files.attachment_out(stored))
+
+
+@router.get("/{file_id}/content", response={200: None, **ERRORS})
+def file_content(request: HttpRequest, file_id: str) -> FileResponse:
+    """The stored bytes with their media type (images inline, other files as downloads)."""
+    row = files.get_file(_identity(request), file_id)
+    response = FileResponse(
+        default_storage.open(row.storage_name, "rb"),
+        content_type=row.media_type,
+        as_attachment=row.media_type not in _INLINE_TYPES,
+        filename=row.filename or row.id,
+    )
+    # Uploaded bytes never run as a page of this origin.
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

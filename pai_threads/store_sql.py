@@ -1,0 +1,196 @@
+"""Statement builders for the ORM store's hot path: writes that return what they wrote.
+
+Django's ``QuerySet.update()`` reports a row count only, so the store would have to read a
+row back after writing it (and the realtime publisher once more). These helpers compile the
+same UPDATE/INSERT with Django's own compilers (field adaptation, quoting) and add what the
+ORM cannot express: ``RETURNING`` (SQLite >= 3.35 and PostgreSQL), scalar subqueries in it,
+and, on PostgreSQL, data-modifying CTEs that make a fenced multi-row write one statement.
+Returned values go through the fields' database converters, exactly as a SELECT's would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC
+from typing import Any, cast
+
+from django.db import connection
+from django.db.models import Field, Model, QuerySet
+from django.db.models.sql import InsertQuery, UpdateQuery
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from pai_threads.models import Message, PendingAction, QueueItem
+
+__all__ = [
+    "MESSAGE_COLUMNS",
+    "ReturnedRow",
+    "convert",
+    "input_messages",
+    "input_messages_sql",
+    "insert_sql",
+    "model_fields",
+    "pending_sql",
+    "queued_sql",
+    "returning_sql",
+    "update_sql",
+]
+
+ReturnedRow = dict[str, Any]
+
+# The columns a client projection of a message needs (Message.to_ui_message).
+MESSAGE_COLUMNS = (
+    "id",
+    "message_id",
+    "thread_id",
+    "run_id",
+    "role",
+    "parts",
+    "metadata",
+    "status",
+    "producer",
+    "relation",
+    "usage",
+    "diagnostics",
+    "created_at",
+    "updated_at",
+)
+# Embedded as JSON values (not as strings holding JSON) in SQLite's json_object().
+_JSON_FIELDS = frozenset({"parts", "metadata", "usage", "diagnostics"})
+_DATETIME_FIELDS = frozenset({"created_at", "updated_at"})
+
+
+def model_fields(model: type[Model], names: Iterable[str]) -> tuple[Field[Any, Any], ...]:
+    """Concrete fields by name (or attname), for RETURNING lists and :func:`convert`."""
+    return tuple(cast("Field[Any, Any]", model._meta.get_field(name)) for name in names)
+
+
+def qn(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def update_sql(queryset: QuerySet[Any], changes: dict[str, Any]) -> tuple[str, list[Any]]:
+    """``queryset.update(**changes)`` as SQL and parameters, not executed."""
+    query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
+    query.add_update_values(changes)
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    return sql, list(params)
+
+
+def returning_sql(fields: Sequence[Field[Any, Any]], table: str) -> str:
+    return ", ".join(f"{qn(table)}.{qn(str(f.column))}" for f in fields)
+
+
+def convert(fields: Sequence[Field[Any, Any]], values: Iterable[Any]) -> ReturnedRow:
+    """Raw returned values as the ORM would give them (JSON decoded, aware datetimes)."""
+    row: ReturnedRow = {}
+    for field, value in zip(fields, values, strict=False):
+        col = field.get_col(field.model._meta.db_table)
+        converters = [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)]
+        for converter in converters:
+            value = converter(value, col, connection)
+        row[field.attname] = value
+    return row
+
+
+def queued_sql(thread_column: str) -> tuple[str, list[Any]]:
+    """``EXISTS`` queued input for the thread in ``thread_column`` (a qualified column)."""
+    table = qn(QueueItem._meta.db_table)
+    sql = (
+        f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{qn('thread_id')} = {thread_column} "  # noqa: S608
+        f"AND {table}.{qn('status')} = %s)"
+    )
+    return sql, [QueueItem.Status.QUEUED.value]
+
+
+def insert_sql(
+    obj: Model,
+    *,
+    source: str | None = None,
+    columns: dict[str, str] | None = None,
+    returning: Sequence[Field[Any, Any]] = (),
+) -> tuple[str, list[Any]]:
+    """``INSERT`` of ``obj`` (its primary key left to the database), not executed.
+
+    Values are prepared by Django's insert compiler, which also fills ``auto_now`` values
+    into ``obj``. With ``source`` the row is ``SELECT``ed from it instead of ``VALUES``: it
+    is inserted only if ``source`` (a fencing CTE) has a row. ``columns`` maps attnames to
+    SQL expressions over ``source`` (a key inserted by an earlier CTE).
+    """
+    meta = obj._meta
+    fields = [f for f in meta.local_concrete_fields if not f.primary_key]
+    query = InsertQuery(type(obj))
+    query.insert_values(fields, [obj])
+    compiler = query.get_compiler(connection=connection)
+    columns = columns or {}
+    values: list[str] = []
+    params: list[Any] = []
+    for field in fields:
+        if field.attname in columns:
+            values.append(columns[field.attname])
+            continue
+        value = compiler.prepare_value(field, compiler.pre_save_val(field, obj))
+        sql, field_params = compiler.field_as_sql(
+            field, getattr(field, "get_placeholder", None), value
+        )
+        values.append(sql)
+        params += field_params
+    table = qn(meta.db_table)
+    names = ", ".join(qn(str(f.column)) for f in fields)
+    if source is None:
+        sql = f"INSERT INTO {table} ({names}) VALUES ({', '.join(values)})"  # noqa: S608
+    else:
+        sql = f"INSERT INTO {table} ({names}) SELECT {', '.join(values)} FROM {source}"  # noqa: S608
+    if returning:
+        sql += f" RETURNING {returning_sql(returning, meta.db_table)}"
+    return sql, params
+
+
+def pending_sql(thread_column: str) -> tuple[str, list[Any]]:
+    """``EXISTS`` a pending action for the thread in ``thread_column``."""
+    table = qn(PendingAction._meta.db_table)
+    sql = (
+        f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{qn('thread_id')} = {thread_column} "  # noqa: S608
+        f"AND {table}.{qn('status')} = %s)"
+    )
+    return sql, [PendingAction.Status.PENDING.value]
+
+
+def input_messages_sql(run_column: str) -> tuple[str, list[Any]]:
+    """A scalar subquery: the run's transcript input messages as one JSON array."""
+    table = qn(Message._meta.db_table)
+    where = (
+        f"{table}.{qn('run_id')} = {run_column} AND {table}.{qn('relation')} = %s "
+        f"AND {table}.{qn('in_transcript')}"
+    )
+    params: list[Any] = [Message.Relation.INPUT.value]
+    if connection.vendor == "postgresql":
+        pairs = ", ".join(f"'{name}', {table}.{qn(name)}" for name in MESSAGE_COLUMNS)
+        return (
+            f"(SELECT COALESCE(json_agg(json_build_object({pairs}) ORDER BY {table}.{qn('id')}), "  # noqa: S608
+            f"'[]'::json) FROM {table} WHERE {where})",
+            params,
+        )
+    pairs = ", ".join(
+        f"'{name}', json({table}.{qn(name)})"
+        if name in _JSON_FIELDS
+        else f"'{name}', {table}.{qn(name)}"
+        for name in MESSAGE_COLUMNS
+    )
+    return f"(SELECT json_group_array(json_object({pairs})) FROM {table} WHERE {where})", params  # noqa: S608
+
+
+def input_messages(value: Any) -> list[Message]:
+    """The rows of :func:`input_messages_sql`'s array, in thread order."""
+    items = json.loads(value) if isinstance(value, str | bytes) else (value or [])
+    rows: list[Message] = []
+    for item in items:
+        for name in _DATETIME_FIELDS:
+            moment = parse_datetime(item[name]) if isinstance(item[name], str) else item[name]
+            if moment is not None and timezone.is_naive(moment):
+                moment = timezone.make_aware(moment, UTC)  # SQLite stores naive UTC text
+            item[name] = moment
+        rows.append(Message(**item))
+    rows.sort(key=lambda row: row.pk)
+    return rows

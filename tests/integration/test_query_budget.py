@@ -1,0 +1,261 @@
+"""The SQL budget of a simple run, pinned (docs/benchmarks.md, W1 and W2 at 0 messages).
+
+A run costs a fixed number of statements and commits, whatever the machine: these tests
+count them exactly, so a change that adds a query to the hot path (a read-back, a check per
+step, a savepoint) fails here and has to be argued for. When a change *removes* statements,
+lower the pinned numbers and regenerate docs/benchmarks.md (``python -m benchmarks``).
+
+Counted like the benchmark (:mod:`benchmarks.counting`): every statement Django sends,
+BEGIN and COMMIT added back (as pg_stat_statements counts them), on the test's thread and
+on the worker threads of the run's own event loop, so a sweeper or another test's
+background loop in the same process never pollutes the count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
+from django.test import override_settings
+
+from benchmarks.agents import w1_agent, w2_agent
+from benchmarks.counting import Counts, QueryCounter
+from benchmarks.workloads.common import USER_MESSAGE
+from pai_threads import services
+from pai_threads.execute import aexecute_run
+from pai_threads.identity import Identity
+from pai_threads.models import Message, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORKERS = "pai-query-budget"
+
+# (statements + BEGIN/COMMIT, commits) per phase and database. The five commits of the tool
+# round trip are the design's budget (accept, claim, step 1 with the call, tool result,
+# answer + completion); the one-step answer needs three.
+BUDGET: dict[str, dict[str, dict[str, tuple[int, int]]]] = {
+    "sqlite": {
+        "tool round trip": {"accept": (7, 1), "execution": (13, 4)},
+        "one-step answer": {"accept": (7, 1), "execution": (7, 2)},
+    },
+    "postgresql": {
+        "tool round trip": {"accept": (7, 1), "execution": (8, 4)},
+        "one-step answer": {"accept": (7, 1), "execution": (6, 2)},
+    },
+}
+
+
+def _counted_thread() -> bool:
+    thread = threading.current_thread()
+    return thread is threading.main_thread() or thread.name.startswith(WORKERS)
+
+
+class _Counter(QueryCounter):
+    """The benchmark's counter, limited to this test's threads."""
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if not _counted_thread():
+            return execute(sql, params, many, context)
+        return super().__call__(execute, sql, params, many, context)
+
+
+@contextmanager
+def _counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Counter]:
+    counter = _Counter()
+    commit, rollback = BaseDatabaseWrapper.commit, BaseDatabaseWrapper.rollback
+
+    def counted_commit(self: BaseDatabaseWrapper) -> None:
+        commit(self)
+        if _counted_thread():
+            counter._count_end(committed=True)
+
+    def counted_rollback(self: BaseDatabaseWrapper) -> None:
+        rollback(self)
+        if _counted_thread():
+            counter._count_end(committed=False)
+
+    monkeypatch.setattr(BaseDatabaseWrapper, "commit", counted_commit)
+    monkeypatch.setattr(BaseDatabaseWrapper, "rollback", counted_rollback)
+    connection_created.connect(counter._on_connection_created, weak=False)
+    connection.execute_wrappers.append(counter)  # the test thread's connection exists already
+    try:
+        yield counter
+    finally:
+        connection.execute_wrappers.remove(counter)
+        connection_created.disconnect(counter._on_connection_created)
+
+
+def _execute(run_id: str) -> str:
+    """``aexecute_run`` on a fresh loop whose worker threads (store calls) are counted."""
+
+    async def run() -> str:
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKERS)
+        )
+        outcome = await aexecute_run(run_id)
+        assert outcome is not None
+        return outcome.status
+
+    return asyncio.run(run())
+
+
+def _phase(counter: _Counter, before: Counts) -> tuple[int, int]:
+    spent = counter.snapshot() - before
+    return spent.pg_statements, spent.transactions
+
+
+def _statements(counter: _Counter, before: Counts) -> str:
+    spent = counter.snapshot() - before
+    return "\n".join(f"{n} x {sql[:160]}" for sql, n in spent.by_sql.items())
+
+
+@pytest.mark.parametrize(
+    ("workload", "agent", "steps"),
+    [("tool round trip", w1_agent, 2), ("one-step answer", w2_agent, 1)],
+)
+def test_a_simple_run_spends_its_pinned_sql_budget(
+    monkeypatch: pytest.MonkeyPatch, workload: str, agent: Any, steps: int
+) -> None:
+    identity = Identity(scope_key="budget", data={})
+    pai = {**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], w1_agent, w2_agent]}
+    expected = BUDGET[connection.vendor][workload]
+    with override_settings(PAI=pai):
+        for _ in range(2):  # warm-up: first-use work (lazy imports, caches) is not the budget
+            thread = services.create_thread(identity, agent=agent.name)
+            run = services.send(identity, thread.id, USER_MESSAGE, dispatch=False).run
+            assert run is not None and _execute(run.id) == "completed"
+        thread = services.create_thread(identity, agent=agent.name)
+        with _counting(monkeypatch) as counter:
+            before = counter.snapshot()
+            sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
+            accept, accepted = _phase(counter, before), counter.snapshot()
+            assert sent.run is not None
+            assert _execute(sent.run.id) == "completed"
+            execution = _phase(counter, accepted)
+            listing = _statements(counter, accepted)
+
+    run = Run.objects.get(id=sent.run.id)
+    assert run.step_count == steps and run.lease_owner == ""
+    assert Message.objects.filter(run=run).count() == 1 + steps
+    assert {"accept": accept, "execution": execution} == expected, (
+        f"{workload} on {connection.vendor}: (statements incl. BEGIN/COMMIT, commits) "
+        f"changed; execution sent:\n{listing}"
+    )
+
+
+def test_events_built_from_returned_rows_equal_fresh_reads() -> None:
+    """The publisher projects the rows the store's writes returned instead of reading them
+    back: every event must carry exactly what a read after the run projects."""
+    from pai_threads.realtime.buffers import get_buffer
+    from pai_threads.realtime.projections import (
+        message_public,
+        run_public,
+        side_state_events,
+    )
+
+    identity = Identity(scope_key="budget", data={})
+    pai = {**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], w1_agent]}
+    message = {**USER_MESSAGE, "metadata": {"client": {"x": 1.5, "s": "grüße"}}}
+    with override_settings(PAI=pai):
+        thread = services.create_thread(identity, agent=w1_agent.name)
+        sent = services.send(identity, thread.id, message, dispatch=False)
+        assert sent.run is not None and _execute(sent.run.id) == "completed"
+
+        async def events() -> list[dict[str, Any]]:
+            buffer = get_buffer()
+            state = await buffer.state(thread.id)
+            return await buffer.read(thread.id, after=0, upto=state.last_seq)
+
+        published = [e for e in asyncio.run(events()) if e["type"] != "generation.message.chunk"]
+
+    rows = {row.message_id: message_public(row) for row in Message.objects.filter(run=sent.run)}
+    run = run_public(Run.objects.get(id=sent.run.id))
+    kinds = [e["type"] for e in published]
+    assert kinds == [
+        "message.committed",
+        "run.status",
+        "generation.started",
+        "generation.finished",
+        "generation.started",
+        "generation.finished",
+        "run.status",
+        "queue.changed",
+        "actions.changed",
+    ]
+    committed, running, *_, finished, queue, actions = published
+    assert committed["message"] == rows[committed["message"]["id"]]
+    for event in published:
+        if event["type"] == "generation.finished":
+            assert event["message"] == rows[event["messageId"]]
+    assert finished["run"] == run and finished["status"] == "completed"
+    assert running["run"] == {
+        **run,
+        "status": "running",
+        "stepCount": 0,
+        "usage": {},
+        "finishedAt": None,
+    }
+    unnumbered = [{k: v for k, v in e.items() if k != "seq"} for e in (queue, actions)]
+    assert unnumbered == side_state_events(thread.id)
+
+
+def test_single_statement_writes_are_fenced_by_the_lease() -> None:
+    """The writes folded into one statement (a message update fenced by a locking EXISTS,
+    a checkpoint of an open row, the step CTE on PostgreSQL, the heartbeat) still write
+    nothing once another worker holds the run."""
+    from datetime import UTC, datetime
+
+    from pai_agents.engine.store import LeaseLost, StepRecord
+    from pai_threads.store import ORMThreadStore
+
+    identity = Identity(scope_key="budget", data={})
+    thread = services.create_thread(identity)
+    sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
+    assert sent.run is not None
+    store = ORMThreadStore()
+    stale = store.claim_run_sync(sent.run.id, owner="w1", lease_seconds=-1).lease
+    now = datetime.now(UTC)
+    call = {"type": "tool-lookup", "toolCallId": "c1", "state": "input-available", "input": {}}
+    step = StepRecord(
+        index=0, message_id="a1", request={}, usage={}, finish_reason="tool-calls",
+        started_at=now, finished_at=now,
+    )  # fmt: skip
+    store.commit_step_sync(
+        stale, message={"id": "a1", "role": "assistant", "parts": [call]}, step=step, outcome=None
+    )
+    open_part = {"type": "text", "text": "so far", "state": "streaming"}
+    open_message = {"id": "a2", "role": "assistant", "parts": [open_part]}
+    store.checkpoint_message_sync(stale, message=open_message, step_index=1)
+    fresh = store.claim_run_sync(sent.run.id, owner="w2", lease_seconds=60).lease
+    before = {m.message_id: (m.parts, m.updated_at) for m in Message.objects.filter(run=sent.run)}
+
+    done = {**call, "state": "output-available", "output": 42}
+    with pytest.raises(LeaseLost):
+        store.update_message_sync(
+            stale, message={"id": "a1", "role": "assistant", "parts": [done]}, outcome=None
+        )
+    with pytest.raises(LeaseLost):
+        store.checkpoint_message_sync(stale, message={**open_message, "parts": []}, step_index=1)
+    with pytest.raises(LeaseLost):
+        store.commit_step_sync(
+            stale,
+            message={"id": "a3", "role": "assistant", "parts": [{"type": "text", "text": "x"}]},
+            step=StepRecord(**{**step.__dict__, "index": 2, "message_id": "a3"}),
+            outcome=None,
+        )
+    with pytest.raises(LeaseLost):
+        store.heartbeat_sync(stale, lease_seconds=60)
+
+    after = {m.message_id: (m.parts, m.updated_at) for m in Message.objects.filter(run=sent.run)}
+    assert after == before
+    run = Run.objects.get(id=sent.run.id)
+    assert (run.lease_owner, run.lease_token, run.step_count) == ("w2", fresh.token, 1)
