@@ -27,6 +27,7 @@ from pai_agents.models import (
     Usage,
 )
 from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
+from pai_agents.reasoning_summary import ReasoningSummary, ReasoningSummaryInput
 from pai_agents.titles import ThreadTitleInput, ThreadTitles
 from pai_agents.tools import Tool, ToolContext, ToolError, ToolFailure, tool
 
@@ -48,6 +49,8 @@ __all__ = [
     "ModelSelection",
     "ModelSettings",
     "ProviderTool",
+    "ReasoningSummary",
+    "ReasoningSummaryInput",
     "RecordingSink",
     "RunEngine",
     "RunOutcome",

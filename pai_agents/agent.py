@@ -28,6 +28,7 @@ from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection, 
 from pai_agents.tools import Tool
 
 if TYPE_CHECKING:
+    from pai_agents.reasoning_summary import ReasoningSummary
     from pai_agents.titles import ThreadTitles
 
 __all__ = [
@@ -144,6 +145,8 @@ class AgentDefinition:
     provider_tools: Mapping[str, ProviderTool] = field(default_factory=dict)
     # Automatic thread titles after completed runs (AD-007, AD-041..AD-049); None: off.
     thread_titles: ThreadTitles | None = None
+    # Reasoning-part summaries while steps stream (AD-007, AD-050..AD-054); None: off.
+    reasoning_summary: ReasoningSummary | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -172,6 +175,7 @@ class AgentDefinition:
             "tools": [t.manifest() for t in self.tools.values()],
             "providerTools": list(self.provider_tools),
             "threadTitles": self.thread_titles is not None,
+            "reasoningSummary": self.reasoning_summary is not None,
         }
 
     def validate_identity(self, identity: Mapping[str, Any]) -> dict[str, Any]:
@@ -329,6 +333,7 @@ def define_agent(
     message_metadata: MetadataSchemas | None = None,
     provider_tools: Mapping[str, ProviderTool | Mapping[str, Any]] | None = None,
     thread_titles: bool | ThreadTitles | None = None,
+    reasoning_summary: bool | ReasoningSummary | None = None,
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -359,6 +364,11 @@ def define_agent(
 
     ``thread_titles`` turns on automatic thread titles after completed runs (AD-007): True
     for the default one-shot generator, or a :class:`~pai_agents.titles.ThreadTitles`.
+
+    ``reasoning_summary`` labels each reasoning part once it closes, without holding back the
+    model stream (AD-007, AD-050): True for the default summarizer, or a
+    :class:`~pai_agents.reasoning_summary.ReasoningSummary`. The label shows as ``summary``
+    on the reasoning part.
     """
     if not _NAME.match(name):
         raise AgentDefinitionError(f"agent name {name!r} must match {_NAME.pattern}")
@@ -445,6 +455,9 @@ def define_agent(
     from pai_agents.titles import thread_titles_option  # it imports this module
 
     titles = thread_titles_option(name, thread_titles)
+    from pai_agents.reasoning_summary import reasoning_summary_option  # it imports this module
+
+    summaries = reasoning_summary_option(name, reasoning_summary)
     if version is None:
         version = _default_version(name, tool_map, max_steps, provider_map)
     return AgentDefinition(
@@ -468,4 +481,5 @@ def define_agent(
         message_metadata=message_metadata,
         provider_tools=provider_map,
         thread_titles=titles,
+        reasoning_summary=summaries,
     )

@@ -29,11 +29,6 @@ NOT_COVERED: dict[str, str] = {
     "AD-012": "deviation: thread ids are global primary keys (unique across partitions); "
     "a thread id of another partition is refused as not found",
     "AD-036": "not built: there is no `define_command` yet",
-    "AD-050": "not built: reasoning summaries",
-    "AD-051": "not built: reasoning summaries",
-    "AD-052": "not built: reasoning summaries",
-    "AD-053": "not built: reasoning summaries",
-    "AD-054": "not built: reasoning summaries",
     "AD-060": "not built: tools declare no context type, so `map_context` is optional",
     "AD-062": "not built: capabilities and capability bindings",
     "AD-063": "not built: capabilities and capability bindings",
@@ -44,7 +39,6 @@ NOT_COVERED: dict[str, str] = {
     "AD-075": "deviation: the manifest lists tools in a list of entries, not keyed by name",
     "AD-076": "deviation: the manifest includes each tool's JSON Schema (input and output)",
     "AD-077": "not built: no contract object (see AD-074)",
-    "MF-013": "not built: reasoning summaries",
 }
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkabl
 from pai_agents._callables import call_user
 from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition, ToolConfig, ToolOutputInput
+from pai_agents.engine.reasoning_summaries import ReasoningSummaries, attach_reasoning_summaries
 from pai_agents.engine.step_stream import CanonicalStepTranslator, PendingCall, StepTranslator
 from pai_agents.engine.store import (
     ClaimedRun,
@@ -567,6 +568,7 @@ class LifecycleEpisode:
         generation.checkpointed = reuse_id is not None
         translator: StepTranslator = CanonicalStepTranslator(self.agent.tools)
         call: ModelCallOutcome | None = None
+        summaries: ReasoningSummaries | None = None
         try:
             self.signal.raise_if_aborted()
             call = await run_model_call(self.lifecycle, request, self._provider)
@@ -575,9 +577,12 @@ class LifecycleEpisode:
                 {n: t for n, t in self.agent.tools.items() if call.may_execute(n)},
                 provider_tools=call.request.provider_tools,  # LC-127: the attempt's own
             )
+            summaries = attach_reasoning_summaries(self.agent, self.ctx, generation, translator)
             summary = await self._consume(
                 step, call, generation, translator, restarted=bool(reuse_id)
             )
+            if summaries is not None:
+                await summaries.flush()  # AD-051: stored with the step, before its end
         except StepAborted as aborted:
             if call is not None:
                 await _aclose(call.result.stream)
@@ -593,6 +598,9 @@ class LifecycleEpisode:
             failed = await engine._abandon(self.ctx, generation, translator, index, started_at, exc)
             await report_runtime_error(self.agent, claim, exc)
             return failed
+        finally:
+            if summaries is not None:
+                summaries.cancel()
         ctx = self.ctx
         ctx.usage = add_usage(ctx.usage, translator.usage)
         record = StepRecord(

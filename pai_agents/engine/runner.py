@@ -21,6 +21,7 @@ from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition, instructions_split
 from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.lease_keeper import LeaseKeeper
+from pai_agents.engine.reasoning_summaries import attach_reasoning_summaries
 from pai_agents.engine.step_stream import StepTranslator
 from pai_agents.engine.store import (
     ClaimedRun,
@@ -222,10 +223,13 @@ class RunEngine:
         translator = StepTranslator(self.agent.tools, provider_tools=self.agent.provider_tools)
         if reuse_id is None:
             await self._steer(ctx)
+        summaries = attach_reasoning_summaries(self.agent, ctx, generation, translator)
         try:
             summary = await self._stream(
                 ctx, index, generation, translator, restarted=bool(reuse_id)
             )
+            if summaries is not None:
+                await summaries.flush()  # AD-051: stored with the step, before its end
         except Aborted:
             return await self._abandon(ctx, generation, translator, index, started_at)
         except LeaseLost:
@@ -237,6 +241,9 @@ class RunEngine:
                 # message stays open once the run has ended.
                 return await self._abandon(ctx, generation, translator, index, started_at, exc)
             return await self._fail(claim, exc, ctx.usage)
+        finally:
+            if summaries is not None:
+                summaries.cancel()
         ctx.usage = add_usage(ctx.usage, translator.usage)
         step = StepRecord(
             index=index,

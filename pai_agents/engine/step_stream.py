@@ -11,7 +11,7 @@ the moment the stream completes them; provider-executed ones too, but those neve
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -69,6 +69,8 @@ class StepTranslator:
         self.finish_reason = "other"
         self.usage: Usage = {}
         self.response: dict[str, Any] = {}
+        # Called with a reasoning part's id when it ends (reasoning summaries), else None.
+        self.on_reasoning_end: Callable[[str], None] | None = None
 
     @property
     def provider_call_count(self) -> int:
@@ -84,6 +86,8 @@ class StepTranslator:
         if kind in ("text-end", "reasoning-end"):
             if self._open.pop(part["id"], None) is None:
                 return []
+            if kind == "reasoning-end" and self.on_reasoning_end is not None:
+                self.on_reasoning_end(part["id"])  # AD-050: its summary starts now
             return [{"type": kind, "id": part["id"]}]
         if kind == "tool-input-start":
             return self._input_start(

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pai_agents.messages.file_refs import project_file_refs
-from pai_agents.messages.tool_data import project_tool_data
+from pai_agents.messages.projection import client_message
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.suspensions import join_suspensions
 
@@ -54,9 +53,7 @@ def messages_out(rows: Sequence[Message], *, suspensions: bool = True) -> list[d
     projection joined onto tool parts costs at most one query per page, never one per
     part (MF-012). ``suspensions=False``: the caller knows no suspension episode names
     these messages (nothing to join, no query)."""
-    # MF-011, MF-012, MF-019: reserved ToolData parts joined onto their tool parts;
-    # MF-014: file references shown as attachment parts.
-    messages = [project_file_refs(project_tool_data(row.to_ui_message())) for row in rows]
+    messages = [client_message(row.to_ui_message()) for row in rows]  # MF-011
     if messages and suspensions:
         join_suspensions(rows[0].thread_id, messages)  # MF-023
     return messages
@@ -77,7 +74,7 @@ def queue_item_out(item: QueueItem) -> dict[str, Any]:
                     **(message.get("metadata") or {}),
                     "pai": {"producer": "send", "status": "pending"},
                 },
-                "parts": project_file_refs(message)["parts"],
+                "parts": client_message(message)["parts"],
             }
         ],
         "created_at": item.created_at,

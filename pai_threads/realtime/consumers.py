@@ -27,7 +27,7 @@ from pai_threads.realtime.buffers import get_buffer
 from pai_threads.realtime.commands import run_command
 from pai_threads.realtime.conf import realtime_setting
 from pai_threads.realtime.identity import resolve_scope_identity
-from pai_threads.realtime.notify import group_name, register_subscriber_loop
+from pai_threads.realtime.notify import MESSAGE_TYPE, group_name, register_subscriber_loop
 from pai_threads.realtime.projections import build_snapshot
 from pai_threads.realtime.sync import Cursor, Resync, open_frames
 
@@ -120,6 +120,15 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
                 return
             for event in events:
                 await self.send_json(event)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections (a thread hop) before every handler;
+        # a live batch touches no database (a resync's snapshot read hops on its own), and
+        # it arrives once per flush per subscriber: skip the hop on that path.
+        if message.get("type") == MESSAGE_TYPE:
+            await self.pai_events(message)
+        else:
+            await super().dispatch(message)
 
     async def pai_events(self, message: dict[str, Any]) -> None:
         """A live batch from the thread's group (``type: pai.events``)."""

@@ -7,12 +7,19 @@ and refill gaps from there (``group_send`` silently drops messages for a full ch
 runs publish from another thread (the executor's loop). So subscribers record their loop
 (:func:`register_subscriber_loop`) and in-memory fan-out is scheduled onto it; a
 cross-process layer (channels-redis) is called directly from any loop.
+
+The hand-off to that loop is fire-and-forget and coalesced: publishers append to one FIFO
+and at most one drain is scheduled on the subscribers' loop, which sends everything queued
+in order. A run never waits for the server's loop (one wake-up serves the flushes of every
+run that published meanwhile, instead of a future, a timeout timer and a task per flush).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +35,11 @@ logger = logging.getLogger("pai.realtime")
 MESSAGE_TYPE = "pai.events"
 
 _subscriber_loop: asyncio.AbstractEventLoop | None = None
-_HANDOFF_TIMEOUT = 5.0
+# Group messages waiting for the subscribers' loop, in publish order, and whether a drain
+# is scheduled there (both under the lock).
+_handoff: deque[tuple[Any, str, dict[str, Any]]] = deque()
+_handoff_lock = threading.Lock()
+_drain_scheduled = False
 
 
 def group_name(thread_id: str) -> str:
@@ -57,10 +68,38 @@ async def notify(thread_id: str, events: Sequence[RunEvent]) -> None:
     if home is asyncio.get_running_loop():
         await layer.group_send(group, message)
         return
-    future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), home)
+    global _drain_scheduled
+    with _handoff_lock:
+        _handoff.append((layer, group, message))
+        if _drain_scheduled:
+            return
+        _drain_scheduled = True
     try:
-        # Bounded: a wedged server loop must not stall the run; consumers refill from the
-        # buffer when their resync timer fires.
-        await asyncio.wait_for(asyncio.wrap_future(future), timeout=_HANDOFF_TIMEOUT)
-    except TimeoutError:
-        logger.warning("realtime fan-out to %s timed out", group)
+        home.call_soon_threadsafe(_drain)
+    except RuntimeError:  # the loop closed meanwhile: nobody is left to deliver to
+        with _handoff_lock:
+            _handoff.clear()
+            _drain_scheduled = False
+
+
+def _drain() -> None:
+    """On the subscribers' loop: fan out everything handed off so far, in order."""
+    global _drain_scheduled
+    with _handoff_lock:
+        batch = list(_handoff)
+        _handoff.clear()
+        _drain_scheduled = False
+    task = asyncio.get_running_loop().create_task(_fan_out(batch))
+    _fan_outs.add(task)
+    task.add_done_callback(_fan_outs.discard)
+
+
+_fan_outs: set[asyncio.Task[None]] = set()
+
+
+async def _fan_out(batch: list[tuple[Any, str, dict[str, Any]]]) -> None:
+    for layer, group, message in batch:
+        try:
+            await layer.group_send(group, message)
+        except Exception:
+            logger.exception("realtime fan-out to %s failed", group)

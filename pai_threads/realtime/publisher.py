@@ -23,8 +23,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from pai_agents.engine.events import EventSink, RunEvent
-from pai_agents.messages.file_refs import project_file_refs
-from pai_agents.messages.tool_data import project_tool_data
+from pai_agents.messages.projection import client_message
 from pai_threads.api.serializers import messages_out
 from pai_threads.db import run_db
 from pai_threads.models import Message, Run
@@ -188,10 +187,10 @@ class RealtimePublisher:
             logger.exception("could not enrich %s for thread %s", kind, self.thread_id)
         if kind == "generation.finished" and isinstance(event.get("message"), dict):
             # Unenriched, the engine's message still reaches clients projected (MF-011).
-            return {**event, "message": project_tool_data(event["message"])}
+            return {**event, "message": client_message(event["message"])}
         if kind == "message.committed" and isinstance(event.get("message"), dict):
             # Steered input comes from the engine as stored: references as attachments (MF-014).
-            return {**event, "message": project_file_refs(event["message"])}
+            return {**event, "message": client_message(event["message"])}
         return event
 
     async def _stored_message(self, message_id: str) -> dict[str, Any] | None:

@@ -17,9 +17,12 @@
 // from `actions.changed`), and `data[channel]`: the ToolData records the call wrote, durable
 // and live transient ones (MF-012, MF-019).
 
-import { MessageReducer, joinSuspensions, projectToolData, unprojectToolData } from "./reducer.js";
+import {
+  MessageReducer, joinSuspensions, projectReasoningSummaries, projectToolData,
+  unprojectReasoningSummaries, unprojectToolData,
+} from "./reducer.js";
 
-export { MessageReducer, joinSuspensions, projectToolData } from "./reducer.js";
+export { MessageReducer, joinSuspensions, projectReasoningSummaries, projectToolData } from "./reducer.js";
 
 const STREAMING = new Set(["queued", "running"]);
 
@@ -210,7 +213,8 @@ export class ThreadConnection {
           metadata: { pai: { status: "open", runId: event.runId, relation: "output", producer: "model" } },
           parts: [],
         };
-        const seed = existing ? structuredClone(unprojectToolData(existing).parts) : [];
+        const seed = existing
+          ? structuredClone(unprojectReasoningSummaries(unprojectToolData(existing)).parts) : [];
         this.reducers.set(event.messageId, new MessageReducer({ id: event.messageId, role: "assistant", parts: seed }));
         upsert(s.messages, shell);
         break;
@@ -222,7 +226,9 @@ export class ThreadConnection {
         const index = s.messages.findIndex((m) => m.id === event.messageId);
         if (index >= 0) {
           // MF-012, MF-019: ToolData joined onto its tool parts, transient overlays included.
-          const folded = projectToolData({ ...s.messages[index], parts: structuredClone(reducer.message.parts) });
+          // MF-013: reasoning summaries as `summary` on their reasoning parts.
+          const folded = projectReasoningSummaries(
+            projectToolData({ ...s.messages[index], parts: structuredClone(reducer.message.parts) }));
           s.messages[index] = joinSuspensions(folded, s.pendingActions, s.messages[index]);
         }
         break;

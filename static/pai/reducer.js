@@ -160,6 +160,55 @@ export function unprojectToolData(message) {
   return { ...message, parts: [...parts, ...records] };
 }
 
+/** PAI's reserved reasoning-summary part (pai_agents/messages/reasoning_summary.py). */
+export const REASONING_SUMMARY = "data-pai-reasoning-summary";
+
+/**
+ * The reasoning-summary projection, as the server's project_reasoning_summaries (MF-013):
+ * reserved parts removed, each summary set as `summary` on the `reasoningOrdinal`-th
+ * reasoning part of the message. A message without summaries is returned as is.
+ */
+export function projectReasoningSummaries(message) {
+  const parts = message.parts ?? [];
+  if (!parts.some((p) => p.type === REASONING_SUMMARY)) return message;
+  const summaries = new Map();
+  for (const p of parts) {
+    if (p.type !== REASONING_SUMMARY) continue;
+    const { reasoningOrdinal, summary } = p.data ?? {};
+    if (Number.isInteger(reasoningOrdinal) && typeof summary === "string" && summary) summaries.set(reasoningOrdinal, summary);
+  }
+  const projected = [];
+  let ordinal = 0;
+  for (const p of parts) {
+    if (p.type === REASONING_SUMMARY) continue;
+    if (p.type === "reasoning") {
+      projected.push(summaries.has(ordinal) ? { ...p, summary: summaries.get(ordinal) } : p);
+      ordinal += 1;
+    } else projected.push(p);
+  }
+  return { ...message, parts: projected };
+}
+
+/** The inverse, for folding more chunks into a projected message. */
+export function unprojectReasoningSummaries(message) {
+  const parts = [];
+  const records = [];
+  let ordinal = 0;
+  for (const p of message.parts ?? []) {
+    if (p.type !== "reasoning") {
+      parts.push(p);
+      continue;
+    }
+    const { summary, ...rest } = p;
+    parts.push(rest);
+    if (typeof summary === "string" && summary) {
+      records.push({ type: REASONING_SUMMARY, id: String(ordinal), data: { reasoningOrdinal: ordinal, summary } });
+    }
+    ordinal += 1;
+  }
+  return records.length ? { ...message, parts: [...parts, ...records] } : message;
+}
+
 export class MessageReducer {
   constructor(message) {
     this.message = message?.role === "assistant"

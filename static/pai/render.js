@@ -159,7 +159,8 @@ export function renderPart(part, context) {
   if (type === "reasoning") {
     const node = el("details", "reasoning");
     node.open = part.state === "streaming";
-    node.innerHTML = `<summary>${part.state === "streaming" ? "Thinking…" : "Reasoning"}</summary><div>${markdown(part.text)}</div>`;
+    const label = part.state === "streaming" ? "Thinking…" : escapeHtml(part.summary ?? "Reasoning");
+    node.innerHTML = `<summary>${label}</summary><div>${markdown(part.text)}</div>`;
     return node;
   }
   if (type === "dynamic-tool" || type.startsWith("tool-")) return toolPart(part, context(part));

@@ -12,6 +12,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime.buffers.base import (
@@ -91,7 +92,10 @@ class MemoryReplayBuffer:
             log = self._logs.get(thread_id)
             if log is None:
                 return []
-            return [e for e in log.events if after < int(e["seq"]) <= upto]
+            # Numbers are contiguous from the oldest retained event: slice, do not scan.
+            first = log.first_seq
+            start, stop = max(after + 1, first) - first, min(upto, log.last_seq) + 1 - first
+            return list(islice(log.events, start, stop)) if stop > start else []
 
 
 def _move_generation(log: _Log, event: RunEvent) -> None:
