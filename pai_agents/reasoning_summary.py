@@ -18,12 +18,18 @@ from pai_agents.abort import AbortSignal
 from pai_agents.agent import (
     AgentBehaviorInput,
     AgentDefinition,
-    AgentDefinitionError,
     InstructionsValue,
     instructions_split,
-    instructions_value,
 )
-from pai_agents.models.base import LanguageModel, ModelMessage, ModelRequest, ModelSelection
+from pai_agents.models.base import LanguageModel, ModelMessage, ModelRequest
+from pai_agents.side_models import (
+    check_side_options,
+    complete_text,
+    first_line,
+    resolve_side_instructions,
+    resolve_side_model,
+    side_option,
+)
 
 __all__ = [
     "DEFAULT_REASONING_SUMMARY_INSTRUCTIONS",
@@ -45,7 +51,6 @@ DEFAULT_REASONING_SUMMARY_INSTRUCTIONS = (
 )
 MAX_SUMMARY_LENGTH = 200
 _MAX_REASONING_CHARS = 8_000
-_QUOTES = "\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,63 +108,48 @@ class ReasoningSummary:
     generator: Callable[[ReasoningSummaryInput], Any] | None = None
 
     def __post_init__(self) -> None:
-        model = self.model
-        if isinstance(model, ModelSelection):
-            raise AgentDefinitionError(
-                "reasoning_summary: model must be a bare LanguageModel (or a resolver "
-                "returning one), not a ModelSelection: summary calls take no run settings "
-                "(AD-054)"
-            )
-        if model is not None and not isinstance(model, LanguageModel) and not callable(model):
-            raise AgentDefinitionError(
-                f"reasoning_summary: model must be a LanguageModel or a resolver, not {model!r}"
-            )
-        if self.instructions is not None and not callable(self.instructions):
-            instructions_value(self.instructions, agent="reasoning_summary")  # AD-024 shape
-        if self.generator is not None and not callable(self.generator):
-            raise AgentDefinitionError("reasoning_summary: generator must be callable")
+        check_side_options(
+            "reasoning_summary",
+            model=self.model,
+            instructions=self.instructions,
+            generator=self.generator,
+            rule="AD-054",
+        )
 
     async def resolve_model(
         self, agent: AgentDefinition, behavior: AgentBehaviorInput, selected: LanguageModel
     ) -> LanguageModel:
         """The summary model, else the run's ``selected`` model without its settings
         (AD-054)."""
-        source: Any = self.model
-        if source is None:
+
+        async def run_model() -> LanguageModel:
             return selected
-        if not isinstance(source, LanguageModel) and callable(source):
-            source = await call_user(source, behavior)
-        if isinstance(source, ModelSelection) or not isinstance(source, LanguageModel):
-            raise AgentDefinitionError(
-                f"agent {agent.name!r}: the reasoning_summary model resolver returned "
-                f"{type(source).__name__}; it must return a bare LanguageModel (AD-054)"
-            )
-        return source
+
+        return await resolve_side_model(
+            self.model,
+            behavior,
+            run_model,
+            agent=agent.name,
+            option="reasoning_summary",
+            rule="AD-054",
+        )
 
     async def resolve_instructions(
         self, summary_input: ReasoningSummaryInput, *, agent: str
     ) -> InstructionsValue:
         """The builder's value for this part (AD-053), else the default concise prompt."""
-        value: Any = self.instructions
-        if callable(value):
-            value = await call_user(value, summary_input)
-        resolved = instructions_value(value, agent=agent)
-        return DEFAULT_REASONING_SUMMARY_INSTRUCTIONS if resolved is None else resolved
+        return await resolve_side_instructions(
+            self.instructions,
+            summary_input,
+            agent=agent,
+            default=DEFAULT_REASONING_SUMMARY_INSTRUCTIONS,
+        )
 
 
 def reasoning_summary_option(agent: str, value: object) -> ReasoningSummary | None:
     """``define_agent(reasoning_summary=...)``: off unless configured; True is the default
     summarizer (AD-007)."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return ReasoningSummary()
-    if isinstance(value, ReasoningSummary):
-        return value
-    raise AgentDefinitionError(
-        f"agent {agent!r}: reasoning_summary must be None, True, False or "
-        f"ReasoningSummary(...), not {type(value).__name__}"
-    )
+    return side_option(agent, "reasoning_summary", value, ReasoningSummary)
 
 
 async def generate_reasoning_summary(
@@ -187,11 +177,7 @@ async def generate_reasoning_summary(
     model = await config.resolve_model(agent, summary_input.behavior(), selected)
     instructions = await config.resolve_instructions(summary_input, agent=agent.name)
     request = summary_request(instructions, summary_input.reasoning)
-    texts: list[str] = []
-    async for part in model.stream(request, signal=summary_input.signal):
-        if part.get("type") == "text-delta":
-            texts.append(str(part.get("delta", "")))
-    return clean_summary("".join(texts))
+    return clean_summary(await complete_text(model, request, signal=summary_input.signal))
 
 
 def summary_request(instructions: Any, reasoning: str) -> ModelRequest:
@@ -216,8 +202,4 @@ def normalize_summary(value: str | None) -> str | None:
 def clean_summary(text: str | None) -> str | None:
     """A model's answer as a label: its first non-empty line, without wrapping quotes or
     final punctuation."""
-    if not text:
-        return None
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    line = line.strip(_QUOTES).strip().rstrip(".!;:").strip(_QUOTES)
-    return normalize_summary(line)
+    return normalize_summary(first_line(text))

@@ -11,16 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from pai_agents._callables import call_user
-from pai_agents.abort import AbortSignal
 from pai_agents.agent import AgentDefinition, instructions_split
 from pai_agents.messages.types import UIMessage
-from pai_agents.models.base import LanguageModel, ModelRequest
+from pai_agents.models.base import ModelRequest
+from pai_agents.side_models import complete_text, first_line
 from pai_agents.titles import ThreadTitleInput, ThreadTitles
 
 __all__ = [
     "MAX_TITLE_LENGTH",
     "clean_title",
-    "complete_text",
     "generate_title",
     "normalize_title",
     "title_request",
@@ -31,7 +30,6 @@ MAX_TITLE_LENGTH = 200
 _MAX_MESSAGE_CHARS = 1_000
 _MAX_TRANSCRIPT_CHARS = 8_000
 _ROLES = {"user": "User", "assistant": "Assistant", "system": "System"}
-_QUOTES = "\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
 
 
 async def generate_title(
@@ -86,17 +84,6 @@ def transcript_text(messages: Sequence[UIMessage]) -> str:
     return "\n".join(reversed(kept))
 
 
-async def complete_text(
-    model: LanguageModel, request: ModelRequest, *, signal: AbortSignal | None = None
-) -> str:
-    """The text of one model step (reasoning and tool calls ignored)."""
-    texts: list[str] = []
-    async for part in model.stream(request, signal=signal):
-        if part.get("type") == "text-delta":
-            texts.append(str(part.get("delta", "")))
-    return "".join(texts)
-
-
 def normalize_title(value: object) -> str | None:
     """Whitespace folded and cut to the column's length, as a rename stores it; None for
     None or an empty result (AD-049)."""
@@ -111,10 +98,4 @@ def normalize_title(value: object) -> str | None:
 def clean_title(text: str | None) -> str | None:
     """A model's answer as a title: its first non-empty line, without a ``Title:`` label,
     wrapping quotes or final punctuation."""
-    if not text:
-        return None
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    if line.lower().startswith("title:"):
-        line = line[len("title:") :]
-    line = line.strip().strip(_QUOTES).strip().rstrip(".!;:").strip(_QUOTES)
-    return normalize_title(line)
+    return normalize_title(first_line(text, label="title"))

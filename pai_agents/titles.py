@@ -14,17 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from pai_agents._callables import call_user
 from pai_agents.abort import AbortSignal
 from pai_agents.agent import (
     AgentBehaviorInput,
     AgentDefinition,
     AgentDefinitionError,
     InstructionsValue,
-    instructions_value,
 )
 from pai_agents.messages.types import UIMessage
-from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection
+from pai_agents.models.base import LanguageModel, ModelMessage
+from pai_agents.side_models import (
+    check_side_options,
+    resolve_side_instructions,
+    resolve_side_model,
+    side_option,
+)
 
 __all__ = [
     "DEFAULT_TITLE_INSTRUCTIONS",
@@ -156,25 +160,13 @@ class ThreadTitles:
                 raise AgentDefinitionError(
                     f"thread_titles: {name} is a refresh threshold; set generate='refresh'"
                 )
-        self._check_model()
-        if self.instructions is not None and not callable(self.instructions):
-            instructions_value(self.instructions, agent="thread_titles")  # AD-024 shape
-        if self.generator is not None and not callable(self.generator):
-            raise AgentDefinitionError("thread_titles: generator must be callable")
-
-    def _check_model(self) -> None:
-        model = self.model
-        if model is None or isinstance(model, LanguageModel):
-            return
-        if isinstance(model, ModelSelection):
-            raise AgentDefinitionError(
-                "thread_titles: model must be a bare LanguageModel (or a resolver returning "
-                "one), not a ModelSelection: title calls take no run settings (AD-046)"
-            )
-        if not callable(model):
-            raise AgentDefinitionError(
-                f"thread_titles: model must be a LanguageModel or a resolver, not {model!r}"
-            )
+        check_side_options(
+            "thread_titles",
+            model=self.model,
+            instructions=self.instructions,
+            generator=self.generator,
+            rule="AD-046",
+        )
 
     # -- the schedule --
 
@@ -210,39 +202,24 @@ class ThreadTitles:
         self, agent: AgentDefinition, behavior: AgentBehaviorInput
     ) -> LanguageModel:
         """The title model, else the agent's selected model without its settings (AD-046)."""
-        source: Any = self.model
-        if source is None:
+
+        async def selected() -> LanguageModel:
             return (await agent.resolve_model(behavior)).model
-        if not isinstance(source, LanguageModel) and callable(source):
-            source = await call_user(source, behavior)
-        if isinstance(source, ModelSelection) or not isinstance(source, LanguageModel):
-            raise AgentDefinitionError(
-                f"agent {agent.name!r}: the thread_titles model resolver returned "
-                f"{type(source).__name__}; it must return a bare LanguageModel (AD-046)"
-            )
-        return source
+
+        return await resolve_side_model(
+            self.model, behavior, selected, agent=agent.name, option="thread_titles", rule="AD-046"
+        )
 
     async def resolve_instructions(
         self, title_input: ThreadTitleInput, *, agent: str
     ) -> InstructionsValue:
         """The builder's value for this call (AD-047), else the default concise prompt."""
-        value: Any = self.instructions
-        if callable(value):
-            value = await call_user(value, title_input)
-        resolved = instructions_value(value, agent=agent)
-        return DEFAULT_TITLE_INSTRUCTIONS if resolved is None else resolved
+        return await resolve_side_instructions(
+            self.instructions, title_input, agent=agent, default=DEFAULT_TITLE_INSTRUCTIONS
+        )
 
 
 def thread_titles_option(agent: str, value: object) -> ThreadTitles | None:
     """``define_agent(thread_titles=...)``: off unless configured; True is the default
     one-shot generator (AD-007)."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return ThreadTitles()
-    if isinstance(value, ThreadTitles):
-        return value
-    raise AgentDefinitionError(
-        f"agent {agent!r}: thread_titles must be None, True, False or ThreadTitles(...), "
-        f"not {type(value).__name__}"
-    )
+    return side_option(agent, "thread_titles", value, ThreadTitles)

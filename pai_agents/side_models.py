@@ -1,0 +1,118 @@
+"""Side model calls: short requests beside a run (thread titles, reasoning summaries).
+
+Both options share one shape: an optional ``model`` (a bare LanguageModel, or a resolver
+returning one; never a ModelSelection, because side calls take none of the run's settings
+or provider options), optional ``instructions`` (a value or a builder called per call) and
+an optional custom ``generator`` that replaces the model call. The checks, the resolution
+and the text-only model call live here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pai_agents._callables import call_user
+from pai_agents.abort import AbortSignal
+from pai_agents.agent import AgentDefinitionError, InstructionsValue, instructions_value
+from pai_agents.models.base import LanguageModel, ModelRequest, ModelSelection
+
+__all__ = [
+    "check_side_options",
+    "complete_text",
+    "first_line",
+    "resolve_side_instructions",
+    "resolve_side_model",
+    "side_option",
+]
+
+OptionT = TypeVar("OptionT")
+QUOTES = "\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
+
+
+def check_side_options(
+    option: str, *, model: Any, instructions: Any, generator: Any, rule: str
+) -> None:
+    """Definition-time checks of ``model`` / ``instructions`` / ``generator``."""
+    if isinstance(model, ModelSelection):
+        raise AgentDefinitionError(
+            f"{option}: model must be a bare LanguageModel (or a resolver returning one), not "
+            f"a ModelSelection: side calls take no run settings ({rule})"
+        )
+    if model is not None and not isinstance(model, LanguageModel) and not callable(model):
+        raise AgentDefinitionError(
+            f"{option}: model must be a LanguageModel or a resolver, not {model!r}"
+        )
+    if instructions is not None and not callable(instructions):
+        instructions_value(instructions, agent=option)  # AD-024 shape
+    if generator is not None and not callable(generator):
+        raise AgentDefinitionError(f"{option}: generator must be callable")
+
+
+def side_option(agent: str, option: str, value: object, kind: type[OptionT]) -> OptionT | None:
+    """``define_agent(option=...)``: None/False is off, True the defaults (AD-007)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return kind()
+    if isinstance(value, kind):
+        return value
+    raise AgentDefinitionError(
+        f"agent {agent!r}: {option} must be None, True, False or {kind.__name__}(...), "
+        f"not {type(value).__name__}"
+    )
+
+
+async def resolve_side_model(
+    source: Any,
+    behavior: Any,
+    otherwise: Callable[[], Awaitable[LanguageModel]],
+    *,
+    agent: str,
+    option: str,
+    rule: str,
+) -> LanguageModel:
+    """The option's model (resolved with ``behavior``), else ``otherwise()``: the run's
+    model without its settings."""
+    if source is None:
+        return await otherwise()
+    if not isinstance(source, LanguageModel) and callable(source):
+        source = await call_user(source, behavior)
+    if isinstance(source, ModelSelection) or not isinstance(source, LanguageModel):
+        raise AgentDefinitionError(
+            f"agent {agent!r}: the {option} model resolver returned {type(source).__name__}; "
+            f"it must return a bare LanguageModel ({rule})"
+        )
+    return source
+
+
+async def resolve_side_instructions(
+    value: Any, call_input: Any, *, agent: str, default: InstructionsValue
+) -> InstructionsValue:
+    """The builder's value for this call (or the fixed value), else ``default``."""
+    if callable(value):
+        value = await call_user(value, call_input)
+    resolved = instructions_value(value, agent=agent)
+    return default if resolved is None else resolved
+
+
+async def complete_text(
+    model: LanguageModel, request: ModelRequest, *, signal: AbortSignal | None = None
+) -> str:
+    """The text of one model step (reasoning and tool calls ignored)."""
+    texts: list[str] = []
+    async for part in model.stream(request, signal=signal):
+        if part.get("type") == "text-delta":
+            texts.append(str(part.get("delta", "")))
+    return "".join(texts)
+
+
+def first_line(text: str | None, *, label: str | None = None) -> str:
+    """A model's answer as a label: its first non-empty line, without a ``label:`` prefix,
+    wrapping quotes or final punctuation."""
+    if not text:
+        return ""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if label and line.lower().startswith(f"{label}:"):
+        line = line[len(label) + 1 :]
+    return line.strip().strip(QUOTES).strip().rstrip(".!;:").strip(QUOTES)
