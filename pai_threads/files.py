@@ -82,9 +82,12 @@ def _metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     checked = dict(metadata)
     try:
         ensure_strict_json(checked, what="metadata")
+        size = len(json.dumps(checked, separators=(",", ":")))
     except NotStrictJson as exc:
         raise InvalidInput(str(exc)) from exc
-    if len(json.dumps(checked, separators=(",", ":"))) > MAX_METADATA_BYTES:
+    except RecursionError:
+        raise InvalidInput("metadata is nested too deeply") from None
+    if size > MAX_METADATA_BYTES:
         raise InvalidInput(f"metadata must be at most {MAX_METADATA_BYTES} bytes of JSON")
     return checked
 

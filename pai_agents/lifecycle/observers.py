@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final
@@ -219,12 +220,17 @@ def _valid(key: str, value: Any) -> bool:
     if key == "toolChoice":
         return value in _TOOL_CHOICES
     if key in ("activeTools", "stopSequences"):
-        return isinstance(value, Sequence) and all(isinstance(v, str) for v in value)
+        # A bare str is a Sequence of str too: it would become one name per character.
+        return (
+            isinstance(value, Sequence)
+            and not isinstance(value, str)
+            and all(isinstance(v, str) for v in value)
+        )
     if isinstance(value, bool):
         return False
     if key in ("maxSteps", "maxOutputTokens", "topK", "seed"):
         return isinstance(value, int) and (key != "maxSteps" or value >= 1)
-    return isinstance(value, int | float)
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def _json_safe(value: Any) -> Any:

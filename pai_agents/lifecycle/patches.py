@@ -267,8 +267,16 @@ def apply_patch(request: _R, patch: object) -> _R:
             raise LifecyclePatchError("a signal patch needs a ModelStepRequest")
         changes["signal"] = combine_signals(request.signal, p.signal)
     if isinstance(p, RunPatch) and p.output is not None:
-        # TH-021: no tool is available any more, so no later layer can select one (LC-128).
-        changes.update(output=p.output, tools=(), available_tools=(), tool_choice=None)
+        # TH-021: no tool is available any more, provider tools included, so no later layer
+        # can select one (LC-128).
+        changes.update(
+            output=p.output,
+            tools=(),
+            available_tools=(),
+            tool_choice=None,
+            provider_tools=frozen_mapping(None),
+            declared_provider_tools=frozen_mapping(None),
+        )
     return dataclasses.replace(request, **changes) if changes else request
 
 

@@ -456,7 +456,9 @@ def _convert_response_format(response_format: Mapping[str, Any]) -> dict[str, An
     schema = response_format.get("schema")
     if schema is None:
         return {"type": "json_object"}
-    json_schema: dict[str, Any] = {"name": response_format.get("name") or "response"}
+    # OpenAI requires ^[a-zA-Z0-9_-]{1,64}$; a pydantic name such as ``Page[Item]`` is not.
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(response_format.get("name") or ""))[:64]
+    json_schema: dict[str, Any] = {"name": name or "response"}
     if response_format.get("description"):
         json_schema["description"] = response_format["description"]
     json_schema["schema"] = schema

@@ -6,6 +6,7 @@ Scoped like threads: another partition's file id answers 404 exactly like a miss
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from django.core.files.storage import default_storage
@@ -18,10 +19,12 @@ from pai_threads import files
 from pai_threads.api.auth import IdentityAuth
 from pai_threads.api.schemas import ErrorOut
 from pai_threads.conf import pai_settings
-from pai_threads.errors import FileTooLarge, InvalidInput
+from pai_threads.errors import FileTooLarge, InvalidInput, NotFound
 from pai_threads.identity import Identity
 
 __all__ = ["AttachmentOut", "router"]
+
+logger = logging.getLogger("pai.files")
 
 router = Router(tags=["files"])
 
@@ -90,7 +93,7 @@ def _metadata(raw: str | None) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the recursion limit: malformed too
         raise InvalidInput("metadata must be a JSON object") from None
     if not isinstance(value, dict):
         raise InvalidInput("metadata must be a JSON object")
@@ -118,8 +121,14 @@ def upload_file(
 def file_content(request: HttpRequest, file_id: str) -> FileResponse:
     """The stored bytes with their media type (images inline, other files as downloads)."""
     row = files.get_file(_identity(request), file_id)
+    try:
+        content = default_storage.open(row.storage_name, "rb")
+    except FileNotFoundError:
+        # The row outlived its bytes (storage cleaned by hand): gone, not a server error.
+        logger.warning("file %s has no stored content (%s)", row.id, row.storage_name)
+        raise NotFound(f"file {file_id} not found") from None
     response = FileResponse(
-        default_storage.open(row.storage_name, "rb"),
+        content,
         content_type=row.media_type,
         as_attachment=row.media_type not in _INLINE_TYPES,
         filename=row.filename or row.id,

@@ -53,6 +53,17 @@ def test_th_021_output_is_a_run_patch_field_that_removes_every_tool() -> None:
         ModelStepPatch(output=Verdict)  # type: ignore[call-arg]
 
 
+def test_th_021_output_also_removes_provider_tools_for_good() -> None:
+    """TH-021: "tools disabled" includes provider tools; a later patch cannot bring one back."""
+    request = make_request(provider_tools={"web_search": {"type": "web_search"}})
+    assert dict(request.provider_tools)
+    request = apply_patch(request, RunPatch(output=Verdict))
+    assert not request.provider_tools and not request.declared_provider_tools
+    assert to_model_request(request, {}).provider_tools == {}
+    with pytest.raises(LifecyclePatchError):
+        apply_patch(request, ModelStepPatch(provider_tools={"web_search": {"type": "web_search"}}))
+
+
 def test_th_016_th_021_run_level_fields_merge_like_other_run_patch_fields() -> None:
     """TH-016, TH-021: composed prepare_run patches merge send_reasoning and output."""
     merged = merge_patches(RunPatch(send_reasoning=False), RunPatch(output=Verdict))

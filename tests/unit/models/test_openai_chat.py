@@ -742,6 +742,22 @@ async def test_th_021_response_format_becomes_json_schema_or_json_object(
     assert "response_format" not in model.build_request_params(HELLO)
 
 
+def test_th_021_schema_names_are_made_valid_for_openai(model: OpenAIChatModel) -> None:
+    """TH-021: OpenAI accepts ``^[a-zA-Z0-9_-]{1,64}$`` only; a generic pydantic name such
+    as ``Page[Item]`` is rewritten instead of failing the request."""
+    request = ModelRequest(
+        messages=HELLO.messages,
+        response_format={"type": "json", "schema": {"type": "object"}, "name": "Page[Item]"},
+    )
+    name = model.build_request_params(request)["response_format"]["json_schema"]["name"]
+    assert name == "Page_Item_"
+    long = ModelRequest(
+        messages=HELLO.messages,
+        response_format={"type": "json", "schema": {"type": "object"}, "name": "N" * 80},
+    )
+    assert len(model.build_request_params(long)["response_format"]["json_schema"]["name"]) == 64
+
+
 async def test_th_006_message_local_provider_options_ride_on_the_wire_message(
     server: FakeOpenAIServer, model: OpenAIChatModel
 ) -> None:
