@@ -96,7 +96,8 @@ async def agenerate(thread_id: str, run_id: str) -> str | None:
         return None
     messages = await _db(_transcript, thread_id)
     signal = AbortSignal()
-    try:
+
+    async def generate() -> str | None:
         runtime_context = await build_runtime_context(
             agent,
             identity=run.identity,
@@ -115,9 +116,11 @@ async def agenerate(thread_id: str, run_id: str) -> str | None:
             messages=messages,
             signal=signal,
         )
-        title = await asyncio.wait_for(
-            generate_title(agent, config, title_input), timeout=TIMEOUT_SECONDS
-        )
+        return await generate_title(agent, config, title_input)
+
+    try:
+        # One deadline for the whole job: a slow runtime_context builder counts too.
+        title = await asyncio.wait_for(generate(), timeout=TIMEOUT_SECONDS)
     except Exception:
         signal.abort("title generation failed")
         logger.exception("title generation failed for thread %s", thread_id)
