@@ -19,7 +19,11 @@ import binascii
 from typing import Any, Final
 from urllib.parse import unquote_to_bytes
 
-__all__ = ["convert_file_part"]
+__all__ = ["MAX_INLINE_TEXT_CHARS", "convert_file_part"]
+
+# An inlined text attachment is cut here (about 50k tokens): a large upload must not swallow
+# the context window or the budget of every later step that replays it.
+MAX_INLINE_TEXT_CHARS: Final = 200_000
 
 _TEXT_TYPES: Final = frozenset(
     {
@@ -116,5 +120,8 @@ def convert_file_part(part: dict[str, Any], provider: str) -> dict[str, Any]:
     if _is_text(media_type):
         text = _text_of(kind, value)
         if text is not None:
+            if len(text) > MAX_INLINE_TEXT_CHARS:
+                omitted = len(text) - MAX_INLINE_TEXT_CHARS
+                text = f"{text[:MAX_INLINE_TEXT_CHARS]}\n\n[... {omitted} more characters omitted]"
             return {"type": "text", "text": f"Attachment {name!r} ({media_type}):\n\n{text}"}
     return _omitted(name, media_type)

@@ -55,6 +55,25 @@ def test_mf_040_a_text_file_is_inlined_as_text(data: Any) -> None:
     }
 
 
+def test_mf_040_a_large_text_file_is_cut_with_a_note() -> None:
+    """A huge text upload is inlined up to MAX_INLINE_TEXT_CHARS and says what was left out,
+    so one attachment cannot fill the context of every later step."""
+    from pai_agents.models._openai_files import MAX_INLINE_TEXT_CHARS
+
+    text = "z" * (MAX_INLINE_TEXT_CHARS + 123)
+    converted = _user_parts(
+        {
+            "type": "file",
+            "mediaType": "text/plain",
+            "filename": "big.txt",
+            "data": {"type": "text", "text": text},
+        }
+    )
+    inlined = converted[0]["text"]
+    assert inlined.count("z") == MAX_INLINE_TEXT_CHARS
+    assert inlined.endswith("[... 123 more characters omitted]")
+
+
 def test_a_provider_reference_for_this_provider_goes_as_a_file_id() -> None:
     reference = {"type": "reference", "reference": {"openai": "file-123"}}
     converted = _user_parts(
