@@ -9,12 +9,11 @@ while the step streams and stores the results with the step message
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from pai_agents._callables import call_user
-from pai_agents.abort import AbortSignal
 from pai_agents.agent import (
     AgentBehaviorInput,
     AgentDefinition,
@@ -23,6 +22,7 @@ from pai_agents.agent import (
 )
 from pai_agents.models.base import LanguageModel, ModelMessage, ModelRequest
 from pai_agents.side_models import (
+    SideCallInput,
     check_side_options,
     complete_text,
     first_line,
@@ -54,7 +54,7 @@ _MAX_REASONING_CHARS = 8_000
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReasoningSummaryInput:
+class ReasoningSummaryInput(SideCallInput):
     """What a summary instruction builder and a custom generator receive (AD-052).
 
     ``reasoning_ordinal`` is the part's zero-based position among the reasoning parts of its
@@ -63,28 +63,11 @@ class ReasoningSummaryInput:
     ``regenerate``, or ``resume`` for a later episode).
     """
 
-    thread_id: str
-    run_id: str
     message_id: str
     reasoning_ordinal: int
     reasoning: str
     operation: Operation
     started_at: str
-    identity: Mapping[str, Any]
-    client_data: Mapping[str, Any]
-    runtime_context: Any
-    signal: AbortSignal = field(default_factory=AbortSignal)
-
-    def behavior(self) -> AgentBehaviorInput:
-        """The same run facts as model resolvers take them."""
-        return AgentBehaviorInput(
-            identity=self.identity,
-            client_data=self.client_data,
-            runtime_context=self.runtime_context,
-            thread_id=self.thread_id,
-            run_id=self.run_id,
-            signal=self.signal,
-        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,15 +9,22 @@ and the text-only model call live here once.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pai_agents._callables import call_user
 from pai_agents.abort import AbortSignal
-from pai_agents.agent import AgentDefinitionError, InstructionsValue, instructions_value
+from pai_agents.agent import (
+    AgentBehaviorInput,
+    AgentDefinitionError,
+    InstructionsValue,
+    instructions_value,
+)
 from pai_agents.models.base import LanguageModel, ModelRequest, ModelSelection
 
 __all__ = [
+    "SideCallInput",
     "check_side_options",
     "complete_text",
     "first_line",
@@ -28,6 +35,29 @@ __all__ = [
 
 OptionT = TypeVar("OptionT")
 QUOTES = "\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SideCallInput:
+    """The run facts every side call's builders and generators receive."""
+
+    thread_id: str
+    run_id: str
+    identity: Mapping[str, Any]
+    client_data: Mapping[str, Any]
+    runtime_context: Any
+    signal: AbortSignal = field(default_factory=AbortSignal)
+
+    def behavior(self) -> AgentBehaviorInput:
+        """The same run facts as model resolvers take them."""
+        return AgentBehaviorInput(
+            identity=self.identity,
+            client_data=self.client_data,
+            runtime_context=self.runtime_context,
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            signal=self.signal,
+        )
 
 
 def check_side_options(

@@ -9,12 +9,11 @@ calls the generator.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from pai_agents.abort import AbortSignal
 from pai_agents.agent import (
     AgentBehaviorInput,
     AgentDefinition,
@@ -24,6 +23,7 @@ from pai_agents.agent import (
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import LanguageModel, ModelMessage
 from pai_agents.side_models import (
+    SideCallInput,
     check_side_options,
     resolve_side_instructions,
     resolve_side_model,
@@ -55,7 +55,7 @@ _OVERWRITE_DEFAULT: dict[str, TitleOverwrite] = {"once": "empty", "refresh": "ge
 
 
 @dataclass(frozen=True, kw_only=True)
-class ThreadTitleInput:
+class ThreadTitleInput(SideCallInput):
     """What a title instruction builder and a custom generator receive (AD-047, AD-048).
 
     ``run_id`` is the completed run whose end scheduled this call; ``messages`` are the
@@ -63,26 +63,9 @@ class ThreadTitleInput:
     ``title_source`` are the record being replaced.
     """
 
-    thread_id: str
-    run_id: str
-    identity: Mapping[str, Any]
-    client_data: Mapping[str, Any]
-    runtime_context: Any
     title: str
     title_source: str
     messages: Sequence[UIMessage]
-    signal: AbortSignal = field(default_factory=AbortSignal)
-
-    def behavior(self) -> AgentBehaviorInput:
-        """The same run facts as model resolvers take them."""
-        return AgentBehaviorInput(
-            identity=self.identity,
-            client_data=self.client_data,
-            runtime_context=self.runtime_context,
-            thread_id=self.thread_id,
-            run_id=self.run_id,
-            signal=self.signal,
-        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,16 +55,17 @@ def suspension_episode(action: PendingAction) -> SuspensionEpisode:
 
 
 def episode_public(action: PendingAction) -> dict[str, Any]:
-    """The client view of one episode: public fields only, camelCase."""
+    """The client view of one episode: the hook view's fields, camelCase."""
+    episode = suspension_episode(action)
     return {
-        "id": action.id,
-        "kind": action.kind,
-        "status": action.status,
-        "payload": action.input,
-        "approvalId": (action.request or {}).get("approvalId"),
-        "resolution": action.response,
-        "suspendedAt": _iso(action.created_at),
-        "resolvedAt": _iso(action.resolved_at),
+        "id": episode.action_id,
+        "kind": episode.kind,
+        "status": episode.status,
+        "payload": episode.payload,
+        "approvalId": episode.approval_id,
+        "resolution": episode.resolution,
+        "suspendedAt": episode.suspended_at,
+        "resolvedAt": episode.resolved_at,
     }
 
 
