@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from pai_project.views import ChatView
+from pai_threads.views import ChatView
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -312,7 +312,7 @@ def test_mf_023_mf_024_browser_client_mirror_and_get_pending_action(
     script.write_text(
         CLIENT_SCRIPT
         % {
-            "client": (REPO_ROOT / "static/pai/client.js").as_uri(),
+            "client": (REPO_ROOT / "pai_threads/static/pai/client.js").as_uri(),
             "snapshot": json.dumps(snapshot),
             "call": action.tool_call_id,
         }

@@ -42,7 +42,7 @@ from pai_agents.reasoning_summary import DEFAULT_REASONING_SUMMARY_INSTRUCTIONS
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-STATIC = Path(__file__).resolve().parents[3] / "static" / "pai"
+STATIC = Path(__file__).resolve().parents[3] / "pai_threads" / "static" / "pai"
 
 
 class Pair(BaseModel):

@@ -38,7 +38,7 @@ from pai_agents.tool_data import ToolData, ToolDataClosed
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-STATIC = Path(__file__).resolve().parents[3] / "static" / "pai"
+STATIC = Path(__file__).resolve().parents[3] / "pai_threads" / "static" / "pai"
 
 
 class Job(BaseModel):

@@ -1,4 +1,8 @@
-"""The demo site's pages."""
+"""The chat page: a ready-made browser front end for the thread API and websocket.
+
+Mount it with ``path("", ChatView.as_view())`` (the demo site does); it uses the template
+``pai/chat.html`` and the static files under ``pai/``, both shipped inside this app.
+"""
 
 from __future__ import annotations
 
