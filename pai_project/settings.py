@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # serves the Swagger UI's assets locally: /api/pai/docs works offline
     "pai_agents",
     "pai_threads",
 ]
