@@ -2,6 +2,11 @@
 # Create .venv (Python >= 3.11) and install requirements.txt (pinned) plus the project itself
 # (editable, --no-deps). Idempotent: pip is skipped while a hash stamp inside .venv shows that
 # requirements.txt and pyproject.toml are unchanged since the last successful install.
+# Progress: one line per package pip collects, so a first install never looks stuck.
+#
+#   scripts/bootstrap.sh             .venv with the pinned Django 5.2 LTS
+#   scripts/bootstrap.sh --django6   .venv-django6: the same pins with Django 6.1, on Python
+#                                    >= 3.12 (scripts/find-python); exits 3 when none exists
 #
 # Environment: PYTHON=/path/to/python3.x picks the interpreter for a new .venv.
 # On Debian, a missing python3 / venv module is installed with apt-get (as root).
@@ -9,6 +14,19 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
+DJANGO6_PIN="Django==6.1.3"
+REQUIREMENTS="$ROOT/requirements.txt"
+if [[ "${1:-}" == "--django6" ]]; then
+    VENV="$ROOT/.venv-django6"
+    if ! PYTHON="$("$ROOT/scripts/find-python" 3.12)"; then
+        printf 'bootstrap: no Python >= 3.12 on this machine: Django 6.x needs one\n' >&2
+        exit 3
+    fi
+    export PYTHON
+    REQUIREMENTS="$(mktemp)"
+    trap 'rm -f "$REQUIREMENTS"' EXIT
+    sed -E "s/^Django==.*/$DJANGO6_PIN/" "$ROOT/requirements.txt" >"$REQUIREMENTS"
+fi
 STAMP="$VENV/.pai-bootstrap-stamp"
 LOG="$VENV/.pai-bootstrap-pip.log"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
@@ -53,6 +71,7 @@ apt_install() {
 
 venv_ok() {
     [[ -x "$VENV/bin/python" ]] && py_ok "$VENV/bin/python" &&
+        { [[ -z "${PYTHON:-}" ]] || [[ "$("$VENV/bin/python" -c 'import sys; print(sys.version_info[:2])')" == "$("$PYTHON" -c 'import sys; print(sys.version_info[:2])')" ]]; } &&
         "$VENV/bin/python" -m pip --version >/dev/null 2>&1
 }
 
@@ -81,14 +100,34 @@ create_venv() {
 
 current_hash() {
     {
-        cat "$ROOT/requirements.txt" "$ROOT/pyproject.toml"
+        cat "$REQUIREMENTS" "$ROOT/pyproject.toml"
         "$VENV/bin/python" -c 'import sys; print(sys.version)'
     } | sha256sum | cut -d' ' -f1
 }
 
+# pip install with one progress line per collected package (the full log goes to $LOG).
+pip_with_progress() {
+    local n=0 line
+    : >"$LOG"
+    set +o pipefail
+    "$VENV/bin/python" -m pip install --progress-bar off "$@" 2>&1 | tee -a "$LOG" |
+        while IFS= read -r line; do
+            case "$line" in
+            Collecting* | "Installing collected"*)
+                n=$((n + 1))
+                line="${line%% (from *}"
+                printf 'bootstrap:   [%3d] %s\n' "$n" "${line:0:90}" >&2
+                ;;
+            esac
+        done
+    local rc="${PIPESTATUS[0]}"
+    set -o pipefail
+    return "$rc"
+}
+
 main() {
     local t0=$SECONDS hash
-    [[ -f "$ROOT/requirements.txt" ]] || die "requirements.txt not found in $ROOT"
+    [[ -f "$REQUIREMENTS" ]] || die "requirements.txt not found in $ROOT"
     venv_ok || create_venv
 
     hash="$(current_hash)"
@@ -98,9 +137,10 @@ main() {
         return 0
     fi
 
-    log "installing requirements.txt and the project (editable) into .venv"
+    log "installing requirements.txt and the project (editable) into ${VENV#"$ROOT/"}" \
+        "($(grep -c '==' "$REQUIREMENTS") pinned packages; a first install takes a minute or two)"
     rm -f "$STAMP"
-    if ! "$VENV/bin/python" -m pip install -q -r "$ROOT/requirements.txt" >"$LOG" 2>&1; then
+    if ! pip_with_progress -r "$REQUIREMENTS"; then
         cat "$LOG" >&2
         die "pip install -r requirements.txt failed (output above)"
     fi
@@ -109,7 +149,7 @@ main() {
         die "pip install -e . failed (output above)"
     fi
     printf '%s\n' "$hash" >"$STAMP"
-    log ".venv ready in $((SECONDS - t0))s"
+    log "${VENV#"$ROOT/"} ready in $((SECONDS - t0))s"
 }
 
 main "$@"
