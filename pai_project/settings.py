@@ -124,6 +124,17 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Through a broker outage: reconnect for as long as it takes (Celery's default gives up after
+# 100 attempts and the worker exits), keep runs in progress going (their lease, not the
+# broker, says who executes them), and use kombu's Redis transport with the Celery 5.7 crash
+# at connection loss fixed (pai_threads.executors.broker explains it).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+CELERY_BROKER_TRANSPORT = (
+    "pai_threads.executors.broker:Transport"
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+    else None
+)
 # The sweeper: re-dispatch runs whose worker died (run `celery -A pai_project beat`).
 CELERY_BEAT_SCHEDULE = {
     "pai-recover-runs": {"task": "pai_threads.recover_runs", "schedule": 15.0},
