@@ -4,13 +4,26 @@ the run's lease (not the broker) decides who may execute it."""
 from __future__ import annotations
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
 from pai_threads.executors.loop import background_loop
 
 __all__ = ["execute_run", "generate_thread_title", "recover_runs"]
 
 
-@shared_task(name="pai_threads.execute_run", acks_late=True, ignore_result=True)
+# A run dispatched while the database is away fails its claim: retried with backoff, it
+# starts within seconds of the database's return instead of waiting for the sweeper's
+# REDISPATCH_QUEUED_AFTER_SECONDS. A retry of a run that is executing (its lease is live)
+# claims nothing and ends at once, so retrying never executes a run twice.
+@shared_task(
+    name="pai_threads.execute_run",
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=1,
+    retry_backoff_max=16,
+    max_retries=10,
+)
 def execute_run(run_id: str) -> str | None:
     from pai_threads.execute import aexecute_run
 

@@ -9,7 +9,6 @@ from concurrent.futures import Future
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 
 from pai_threads.executors.loop import background_loop
 
@@ -50,7 +49,8 @@ def start_embedded_sweeper(interval: float | None = None) -> None:
     """Run the sweeper inside this process (the embedded default has no Celery beat).
 
     Called once by the site's ASGI entry point, so a restarted dev server resumes the runs
-    its previous process left behind.
+    its previous process left behind. A failed sweep (the database is away) is logged and
+    retried with backoff (:class:`~pai_threads.recovery.Sweeper`); the loop never ends.
     """
     if _sweeper_started.is_set():
         return
@@ -61,19 +61,13 @@ def start_embedded_sweeper(interval: float | None = None) -> None:
     background_loop().submit(_sweep_forever(every))
 
 
-def _sweep_once() -> int:
-    from pai_threads.recovery import recover_runs
-
-    try:
-        return len(recover_runs())
-    finally:
-        close_old_connections()
-
-
 async def _sweep_forever(every: float) -> None:
+    from pai_threads.recovery import Sweeper
+
+    sweeper = Sweeper(every)
     while True:
         try:
-            await sync_to_async(_sweep_once, thread_sensitive=False)()
-        except Exception:
+            await sync_to_async(sweeper.sweep, thread_sensitive=False)()
+        except Exception:  # Sweeper.sweep logs its own failures; this is a last resort
             logger.exception("the embedded sweeper failed; retrying")
-        await asyncio.sleep(every)
+        await asyncio.sleep(sweeper.next_delay())
