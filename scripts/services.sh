@@ -5,9 +5,13 @@
 #                                   and write DIR/env (export lines, see below)
 #   scripts/services.sh stop DIR    stop both and remove DIR (safe to call twice)
 #   scripts/services.sh env DIR     print DIR/env
+#   scripts/services.sh start DIR postgres|redis   start only that one (a test's own server)
+#   scripts/services.sh down DIR postgres|redis    stop one (PostgreSQL: fast shutdown), keep
+#                                   its port and data, for fault tests; "up" starts it again
+#   scripts/services.sh up DIR postgres|redis      on the same port (Redis comes back empty)
 #
 # DIR/env exports PAI_TEST_POSTGRES_URL (database "pai", with pg_stat_statements),
-# PAI_TEST_REDIS_URL, PAI_SERVICES_DIR, and the two server logs.
+# PAI_TEST_REDIS_URL, PAI_SERVICES_DIR, and the two server logs (of the servers started).
 #
 # Missing servers are installed with apt-get (Debian: postgresql, redis-server). As root,
 # initdb/postgres run as the "postgres" system user; the cluster lives under /tmp because
@@ -26,7 +30,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -300,20 +304,25 @@ stop_postgres() {
 
 # ---------------------------------------------------------------------------- redis
 
+# Start redis-server on REDIS_PORT (no persistence: a restarted server is empty).
+launch_redis() {
+    # daemonize: redis forks and calls setsid, so Ctrl-C in the calling terminal does not
+    # reach it; the pidfile lets "stop" find it.
+    if ! redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --daemonize yes \
+        --pidfile "$DIR/redis/redis.pid" --logfile "$DIR/redis/redis.log" \
+        --dir "$DIR/redis" --save "" --appendonly no >"$DIR/redis/stdout.log" 2>&1; then
+        show_log "redis-server output" "$DIR/redis/stdout.log"
+        die "redis-server failed to start"
+    fi
+}
+
 start_redis() {
     mkdir -p "$DIR/redis"
     local attempt waited
     for attempt in 1 2 3 4 5; do
         REDIS_PORT="$(free_port)"
         : >"$DIR/redis/redis.log"
-        # daemonize: redis forks and calls setsid, so Ctrl-C in the calling terminal does not
-        # reach it; the pidfile lets "stop" find it.
-        if ! redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --daemonize yes \
-            --pidfile "$DIR/redis/redis.pid" --logfile "$DIR/redis/redis.log" \
-            --dir "$DIR/redis" --save "" --appendonly no >"$DIR/redis/stdout.log" 2>&1; then
-            show_log "redis-server output" "$DIR/redis/stdout.log"
-            die "redis-server failed to start"
-        fi
+        launch_redis
         save_state REDIS_PID_FILE "$DIR/redis/redis.pid"
         waited=0
         while [[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null || true)" != "PONG" ]]; do
@@ -361,9 +370,15 @@ services_alive() {
     (
         # shellcheck disable=SC1091
         source "$DIR/state"
-        [[ -n "${PG_PORT:-}" && -n "${REDIS_PORT:-}" ]] || exit 1
-        "$PG_BINDIR/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -t 2 || exit 1
-        [[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null || true)" == "PONG" ]]
+        [[ "${SERVICES:-postgres redis}" == "$1" ]] || exit 1
+        if [[ "$1" == *postgres* ]]; then
+            [[ -n "${PG_PORT:-}" ]] || exit 1
+            "$PG_BINDIR/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -t 2 || exit 1
+        fi
+        if [[ "$1" == *redis* ]]; then
+            [[ -n "${REDIS_PORT:-}" ]] || exit 1
+            [[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null || true)" == "PONG" ]]
+        fi
     )
 }
 
@@ -384,10 +399,16 @@ do_stop() {
 
 cmd_start() {
     check_dir_arg "${1:-}"
+    local services="postgres redis"
+    case "${2:-}" in
+    "") ;;
+    postgres | redis) services="$2" ;;
+    *) usage ;;
+    esac
     if [[ -d "$DIR" && ! -f "$DIR/$MARKER" ]] && [[ -n "$(ls -A "$DIR")" ]]; then
         die "$DIR exists and is not empty; pick a new or empty directory"
     fi
-    if services_alive; then
+    if services_alive "$services"; then
         log "already running (state in $DIR)"
         cat "$DIR/env"
         return 0
@@ -405,21 +426,86 @@ cmd_start() {
     trap 'rc=$?; if ((rc != 0)); then log "start failed, cleaning up"; do_stop || true; fi' EXIT
 
     local t0=$SECONDS
-    start_postgres
-    start_redis
+    save_state SERVICES "$services"
+    [[ "$services" == *postgres* ]] && start_postgres
+    [[ "$services" == *redis* ]] && start_redis
 
-    local pg_url="postgres://postgres@127.0.0.1:$PG_PORT/pai"
-    local redis_url="redis://127.0.0.1:$REDIS_PORT/0"
+    local pg_url="" redis_url=""
     {
-        printf 'export PAI_TEST_POSTGRES_URL=%q\n' "$pg_url"
-        printf 'export PAI_TEST_REDIS_URL=%q\n' "$redis_url"
+        if [[ "$services" == *postgres* ]]; then
+            pg_url="postgres://postgres@127.0.0.1:$PG_PORT/pai"
+            printf 'export PAI_TEST_POSTGRES_URL=%q\n' "$pg_url"
+        fi
+        if [[ "$services" == *redis* ]]; then
+            redis_url="redis://127.0.0.1:$REDIS_PORT/0"
+            printf 'export PAI_TEST_REDIS_URL=%q\n' "$redis_url"
+        fi
         printf 'export PAI_SERVICES_DIR=%q\n' "$DIR"
-        printf 'export PAI_TEST_POSTGRES_LOG=%q\n' "$PG_ROOT/postgres.log"
-        printf 'export PAI_TEST_REDIS_LOG=%q\n' "$DIR/redis/redis.log"
+        if [[ "$services" == *postgres* ]]; then
+            printf 'export PAI_TEST_POSTGRES_LOG=%q\n' "$PG_ROOT/postgres.log"
+        fi
+        if [[ "$services" == *redis* ]]; then
+            printf 'export PAI_TEST_REDIS_LOG=%q\n' "$DIR/redis/redis.log"
+        fi
     } >"$DIR/env.tmp"
     mv "$DIR/env.tmp" "$DIR/env"
     trap - EXIT
-    log "PostgreSQL $pg_url, Redis $redis_url (ready in $((SECONDS - t0))s; env in $DIR/env)"
+    local started="${pg_url:+PostgreSQL $pg_url}"
+    if [[ -n "$redis_url" ]]; then
+        started="${started:+$started, }Redis $redis_url"
+    fi
+    log "$started (ready in $((SECONDS - t0))s; env in $DIR/env)"
+}
+
+# "down"/"up": one service of a running DIR, for tests that restart it.
+load_service_state() {
+    check_dir_arg "${1:-}"
+    [[ -f "$DIR/$MARKER" && -f "$DIR/state" ]] || die "no services running in $DIR"
+    case "${2:-}" in
+    postgres | redis) ;;
+    *) usage ;;
+    esac
+    # shellcheck disable=SC1091
+    source "$DIR/state"
+    [[ "${SERVICES:-postgres redis}" == *"$2"* ]] || die "$DIR runs no $2"
+}
+
+cmd_down() {
+    load_service_state "$@"
+    if [[ "$2" == redis ]]; then
+        stop_redis
+        return 0
+    fi
+    local pid=""
+    pid="$(head -n 1 "$PG_ROOT/data/postmaster.pid" 2>/dev/null || true)"
+    as_pg "$PG_BINDIR/pg_ctl" -D "$PG_ROOT/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true
+    if [[ -n "$pid" ]] && ! wait_gone "$pid" postgres 10; then
+        log "PostgreSQL (pid $pid) did not stop cleanly, killing it"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+}
+
+cmd_up() {
+    load_service_state "$@"
+    local waited=0
+    if [[ "$2" == redis ]]; then
+        launch_redis
+        while [[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null || true)" != "PONG" ]]; do
+            if ((waited >= TIMEOUT * 5)); then
+                show_log "Redis log" "$DIR/redis/redis.log"
+                die "Redis on 127.0.0.1:$REDIS_PORT not ready after ${TIMEOUT}s"
+            fi
+            sleep 0.2
+            waited=$((waited + 1))
+        done
+        return 0
+    fi
+    if ! as_pg "$PG_BINDIR/pg_ctl" -D "$PG_ROOT/data" -l "$PG_ROOT/postgres.log" \
+        -o "-p $PG_PORT" -w -t "$TIMEOUT" start >"$DIR/pg_ctl.log" 2>&1; then
+        show_log "pg_ctl output" "$DIR/pg_ctl.log"
+        show_log "PostgreSQL log" "$PG_ROOT/postgres.log"
+        die "PostgreSQL did not start again on port $PG_PORT"
+    fi
 }
 
 cmd_stop() {
@@ -440,6 +526,8 @@ main() {
     start) cmd_start "$@" ;;
     stop) cmd_stop "$@" ;;
     env) cmd_env "$@" ;;
+    down) cmd_down "$@" ;;
+    up) cmd_up "$@" ;;
     *) usage ;;
     esac
 }
