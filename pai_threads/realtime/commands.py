@@ -1,9 +1,10 @@
 """Commands clients send over the thread websocket, each mapped to a service function.
 
 A command frame is ``{"type": <command>, "requestId"?: str, ...}``; the reply is an ``ack``
-(with the command's result) or a typed ``error``, both echoing ``requestId``. Commands whose
-service does not exist in this version (cancel, regenerate, submit-action before the run
-control work lands) answer ``unsupported`` rather than pretending to work.
+(with the command's result) or the typed error frame (:func:`.frames.error_frame`), both
+echoing ``requestId``. A command that fails changes nothing: every check (field types,
+scope, stale views) comes before the service call, which is one transaction. Commands whose
+service does not exist in this version answer ``unsupported`` rather than pretending to work.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.db import DataError, InterfaceError, OperationalError, transaction
 
 from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, PaiError
 from pai_threads.identity import Identity
-from pai_threads.models import PendingAction, Run
+from pai_threads.models import Message, PendingAction, Run, Thread
 from pai_threads.pending_actions import answered_message
+from pai_threads.queueing import lock_thread
 from pai_threads.realtime.announce import message_committed, run_status
+from pai_threads.realtime.frames import error_frame, request_id_of, unavailable_frame
 from pai_threads.realtime.heads import rename_thread
 from pai_threads.realtime.projections import (
     message_public,
@@ -30,11 +34,13 @@ from pai_threads.realtime.projections import (
 )
 from pai_threads.realtime.publisher import publish_sync
 
-__all__ = ["COMMANDS", "CommandError", "run_command"]
+__all__ = ["COMMANDS", "CommandError", "StaleView", "run_command"]
 
 logger = logging.getLogger("pai.realtime")
 
 Frame = dict[str, Any]
+
+_UNSTORABLE = "A value in the frame cannot be stored."
 
 
 class CommandError(PaiError):
@@ -43,6 +49,13 @@ class CommandError(PaiError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class StaleView(CommandError):
+    """The command names a state the thread has left (e.g. regenerating an old answer)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("stale", message)
 
 
 def _text_or_message(frame: Frame) -> dict[str, Any]:
@@ -122,9 +135,37 @@ def _cancel(identity: Identity, thread_id: str, frame: Frame) -> Frame:
 
 
 def _regenerate(identity: Identity, thread_id: str, frame: Frame) -> Frame:
-    run = run_public(_service("regenerate")(identity, thread_id))
+    """Regenerate the latest answer; with ``messageId`` (what the client sees as the latest
+    exchange), only if that is still the latest: two tabs never regenerate twice."""
+    regenerate = _service("regenerate")
+    message_id = _optional_str(frame, "messageId")
+    with transaction.atomic():
+        thread = services.get_thread(identity, thread_id)
+        if message_id is not None:
+            lock_thread(thread.id)
+            _ensure_latest_exchange(thread, message_id)
+        run = run_public(regenerate(identity, thread_id))
     publish_sync(thread_id, [run_status(run)])
     return {"run": run}
+
+
+def _ensure_latest_exchange(thread: Thread, message_id: str) -> None:
+    """``message_id`` is the latest user message or one of its answers, else StaleView."""
+    row = (
+        Message.objects.filter(thread=thread, message_id=message_id)
+        .values("id", "in_transcript")
+        .first()
+    )
+    if row is None:
+        raise NotFound("message not found")
+    latest_user = (
+        Message.objects.filter(thread=thread, role="user", in_transcript=True)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    if not row["in_transcript"] or (latest_user is not None and row["id"] < latest_user):
+        raise StaleView("the message is no longer the latest answer: resync and try again")
 
 
 def _submit_action(identity: Identity, thread_id: str, frame: Frame) -> Frame:
@@ -156,18 +197,28 @@ COMMANDS: dict[str, Callable[[Identity, str, Frame], Frame]] = {
 async def run_command(identity: Identity, thread_id: str, frame: Frame) -> Frame:
     """Execute one command frame; always returns the reply frame (never raises)."""
     kind = frame["type"]
-    request_id = frame.get("requestId")
-    reply: Frame = {"requestId": request_id} if request_id is not None else {}
+    request_id = request_id_of(frame)
     handler = COMMANDS.get(kind)
+    if handler is None:
+        return error_frame(
+            "unknown_command",
+            f"unknown command {kind[:100]!r}",
+            details={"commands": [*sorted(COMMANDS), "ping", "resume", "sync"]},
+            request_id=request_id,
+        )
     try:
-        if handler is None:
-            raise CommandError("unknown_command", f"unknown command {kind!r}")
         call: Callable[..., Awaitable[Frame]] = database_sync_to_async(handler)
         result = await call(identity, thread_id, frame)
     except PaiError as exc:
-        return {"type": "error", "code": exc.code, "message": exc.message, **reply}
+        return error_frame(exc.code, exc.message, request_id=request_id)
+    except (OperationalError, InterfaceError) as exc:
+        logger.warning("websocket command %s: database unavailable: %s", kind, exc)
+        return unavailable_frame(request_id)
+    except DataError as exc:  # a value the database refuses that the checks let through
+        logger.warning("websocket command %s: the database refused a value: %s", kind, exc)
+        return error_frame("invalid_input", _UNSTORABLE, request_id=request_id)
     except Exception:
         logger.exception("websocket command %s failed on thread %s", kind, thread_id)
-        failed = "The command failed."
-        return {"type": "error", "code": "internal_error", "message": failed, **reply}
+        return error_frame("server_error", "The command failed.", request_id=request_id)
+    reply: Frame = {"requestId": request_id} if request_id is not None else {}
     return {"type": "ack", "command": kind, **reply, **result}

@@ -4,21 +4,28 @@ On connect: authenticate with the HTTP API's resolver, authorize the thread (ano
 scope's thread is refused exactly like a missing one: error frame, close 4404), join the
 thread's group, then send a snapshot (or, with ``?since=<seq>``, the missed events), the
 active generation's replay and ``synced``. Live events follow, each once and in order.
-Client frames are commands (:mod:`.commands`); a malformed frame gets a typed error and
-changes nothing else.
+
+Client frames are commands (:mod:`.commands`). Anything a client sends is answered, never
+fatal: a bad frame gets the typed error frame (:mod:`.frames`) and changes nothing else.
+Channel-layer faults are not fatal either (:mod:`.link`): receives are retried, the group
+membership is refreshed on every watchdog tick, and after an outage the client gets a
+fresh snapshot. Nothing here closes a socket with 1011 unless the server itself is broken.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 
 from pai_threads import services
 from pai_threads.errors import NotFound
@@ -26,10 +33,18 @@ from pai_threads.identity import Identity
 from pai_threads.realtime.buffers import get_buffer
 from pai_threads.realtime.commands import run_command
 from pai_threads.realtime.conf import realtime_setting
+from pai_threads.realtime.frames import (
+    FrameError,
+    error_frame,
+    parse_frame,
+    request_id_of,
+    unavailable_frame,
+)
 from pai_threads.realtime.identity import resolve_scope_identity
+from pai_threads.realtime.link import LayerLink, Outage
 from pai_threads.realtime.notify import MESSAGE_TYPE, group_name, register_subscriber_loop
 from pai_threads.realtime.projections import build_snapshot
-from pai_threads.realtime.sync import Cursor, Resync, open_frames
+from pai_threads.realtime.sync import Cursor, FoldGuard, Resync, open_frames
 
 __all__ = ["ThreadConsumer"]
 
@@ -37,6 +52,10 @@ logger = logging.getLogger("pai.realtime")
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_SERVER_ERROR = 1011  # the server is misconfigured: no channel layer
+CLOSE_TRY_AGAIN_LATER = 1013  # a dependency (the channel layer) is down at connect
+
+Frame = dict[str, Any]
 
 
 def _since(scope: dict[str, Any]) -> int | None:
@@ -53,13 +72,36 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     identity: Identity | None = None
     thread_id: str = ""
     cursor: Cursor | None = None
+    link: LayerLink | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels' ``AsyncConsumer.__call__`` with the channel receive through
+        :class:`LayerLink`: Channels awaits ``layer.receive`` bare, so one Redis read
+        timeout would end the consumer and close the socket with 1011."""
+        self.scope = scope
+        self.base_send = send
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        sources: list[Callable[[], Awaitable[Any]]] = [receive]
+        if self.channel_layer is not None:
+            self.channel_name = await self.channel_layer.new_channel()
+            self.thread_id = scope["url_route"]["kwargs"]["thread_id"]
+            self.link = LayerLink(self.channel_layer, self.channel_name, group_name(self.thread_id))
+            sources.append(self.link.receive)
+        with contextlib.suppress(StopConsumer):
+            await await_many_dispatch(sources, self.dispatch)
 
     async def connect(self) -> None:
         self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
         self._lock = asyncio.Lock()  # one writer: live delivery, commands and the watchdog
         self._watchdog: asyncio.Task[None] | None = None
         self._joined = False
+        self._guard = FoldGuard()
+        self._buffer_outage = Outage(f"replay buffer reads of thread {self.thread_id}")
         await self.accept()
+        if self.link is None:
+            logger.error("the thread websocket needs a channel layer: set CHANNEL_LAYERS")
+            await self._refuse("server_error", "Realtime is not configured.", CLOSE_SERVER_ERROR)
+            return
         self.identity = await database_sync_to_async(resolve_scope_identity)(self.scope)
         if self.identity is None:
             await self._refuse("unauthenticated", "Authentication required.", 4401)
@@ -70,10 +112,20 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await self._refuse(exc.code, exc.message, CLOSE_NOT_FOUND)
             return
         register_subscriber_loop()
-        await self.channel_layer.group_add(group_name(self.thread_id), self.channel_name)
-        self._joined = True
-        async with self._lock:
-            await self._catch_up_client(_since(self.scope))
+        try:
+            await self.link.join()
+            async with self._lock:
+                self._joined = True
+                await self._catch_up_client(_since(self.scope))
+        except Exception as exc:
+            logger.warning(
+                "refused a client of thread %s: %s: %s", self.thread_id, type(exc).__name__, exc
+            )
+            await self.link.leave()
+            self._joined = False
+            await self.send_json(unavailable_frame())
+            await self.close(code=CLOSE_TRY_AGAIN_LATER)
+            return
         self._watchdog = asyncio.create_task(self._watch())
 
     async def disconnect(self, code: int) -> None:
@@ -81,15 +133,25 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             self._watchdog.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watchdog
-        if self._joined:
-            self._joined = False
-            await self.channel_layer.group_discard(group_name(self.thread_id), self.channel_name)
+        self._joined = False
+        if self.link is not None:
+            await self.link.leave()
 
     async def _refuse(self, code: str, message: str, close_code: int) -> None:
-        await self.send_json({"type": "error", "code": code, "message": message})
+        await self.send_json(error_frame(code, message))
         await self.close(code=close_code)
 
     # -- delivery ------------------------------------------------------------------------
+
+    async def _send_frames(self, frames: list[Frame]) -> None:
+        for frame in frames:
+            if self._guard.admit(frame):
+                await self.send_json(frame)
+            if frame.get("type") == "thread.deleted":
+                # Nothing can follow (no snapshot of a deleted thread): end like a refusal.
+                self._joined = False
+                await self.close(code=CLOSE_NOT_FOUND)
+                return
 
     async def _catch_up_client(self, since: int | None) -> None:
         """Snapshot or resume, replay, ``synced``; then live delivery continues from there."""
@@ -102,24 +164,33 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         buffer = get_buffer()
         frames, last = await open_frames(buffer, self.thread_id, since=since, load_snapshot=load)
         self.cursor = Cursor(buffer=buffer, thread_id=self.thread_id, last=last)
-        for frame in frames:
-            await self.send_json(frame)
+        self._guard.reset()
+        await self._send_frames(frames)
 
-    async def _deliver(self, fetch: Any) -> None:
+    async def _resync(self, reason: object) -> None:
+        logger.info("resyncing a client of thread %s: %s", self.thread_id, reason)
+        try:
+            await self._catch_up_client(None)
+        except NotFound as gone:
+            await self._refuse(gone.code, gone.message, CLOSE_NOT_FOUND)
+
+    async def _deliver(self, fetch: Callable[[Cursor], Awaitable[list[Any]]]) -> None:
+        """Send what ``fetch`` admits; a buffer fault leaves the cursor for a later retry."""
         async with self._lock:
             if self.cursor is None or not self._joined:
                 return
             try:
                 events = await fetch(self.cursor)
             except Resync as exc:
-                logger.info("resyncing a client of thread %s: %s", self.thread_id, exc)
-                try:
-                    await self._catch_up_client(None)
-                except NotFound as gone:
-                    await self._refuse(gone.code, gone.message, CLOSE_NOT_FOUND)
+                await self._resync(exc)
                 return
-            for event in events:
-                await self.send_json(event)
+            except Exception as exc:
+                self._buffer_outage.failed(exc)
+                if self.link is not None:
+                    self.link.mark_lost()
+                return
+            self._buffer_outage.recovered()
+            await self._send_frames(events)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections (a thread hop) before every handler;
@@ -136,56 +207,70 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         await self._deliver(lambda cursor: cursor.admit(events))
 
     async def _watch(self) -> None:
-        """Refill events whose group message was dropped while nothing followed them."""
+        """Each tick: re-assert the group membership (a restarted Redis forgot it), then
+        refill events whose group message was dropped while nothing followed them; after a
+        channel-layer outage, a fresh snapshot instead."""
+        assert self.link is not None
         while True:
             await asyncio.sleep(float(realtime_setting("REALTIME_RESYNC_SECONDS")))
             try:
-                await self._deliver(lambda cursor: cursor.catch_up())
+                recovered = await self.link.refresh()
+                if recovered is None:
+                    continue
+                if recovered:
+                    async with self._lock:
+                        await self._resync("the channel layer recovered from an outage")
+                else:
+                    await self._deliver(lambda cursor: cursor.catch_up())
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                logger.exception("realtime catch-up failed on thread %s", self.thread_id)
+            except Exception as exc:
+                self._buffer_outage.failed(exc)
+                self.link.mark_lost()
 
     # -- client frames -------------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.identity is None or not self._joined:
             return
-        if text_data is None:
-            await self._error("invalid_frame", "Frames must be JSON text, not binary.")
-            return
         limit = int(realtime_setting("REALTIME_MAX_FRAME_BYTES"))
-        if len(text_data.encode("utf-8", "surrogatepass")) > limit:
-            await self._error("frame_too_large", f"Frames must be at most {limit} bytes.")
+        try:
+            frame = parse_frame(text_data, bytes_data, limit=limit)
+        except FrameError as exc:
+            await self.send_json(exc.frame())
             return
         try:
-            frame = json.loads(text_data)
-        except ValueError:
-            await self._error("invalid_json", "The frame is not valid JSON.")
-            return
-        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            await self._error("invalid_frame", "A frame is a JSON object with a string 'type'.")
-            return
-        request_id = frame.get("requestId")
-        if request_id is not None and not isinstance(request_id, str | int):
-            await self._error("invalid_frame", "'requestId' must be a string or a number.")
-            return
-        await self._client_frame(frame)
+            await self._client_frame(frame)
+        except Exception:
+            # Not the client's doing (its input was checked): a server fault. Answer it
+            # and keep the connection, which a retry or a resync may still serve.
+            logger.exception(
+                "websocket frame %r failed on thread %s", frame["type"], self.thread_id
+            )
+            failed = error_frame(
+                "server_error", "The command failed.", request_id=request_id_of(frame)
+            )
+            await self.send_json(failed)
 
-    async def _client_frame(self, frame: dict[str, Any]) -> None:
+    async def _client_frame(self, frame: Frame) -> None:
         kind = frame["type"]
+        request_id = request_id_of(frame)
         if kind == "ping":
-            await self.send_json({"type": "pong", "requestId": frame.get("requestId")})
+            await self.send_json({"type": "pong", "requestId": request_id})
         elif kind in ("resume", "sync"):
             since = frame.get("since") if kind == "resume" else None
             if since is not None and (not isinstance(since, int) or isinstance(since, bool)):
-                await self._error("invalid_frame", "'since' must be an integer.")
+                problem = "'since' must be an integer."
+                await self.send_json(error_frame("invalid_frame", problem, request_id=request_id))
                 return
             async with self._lock:
-                await self._catch_up_client(since)
+                try:
+                    await self._catch_up_client(since)
+                except NotFound as gone:
+                    await self._refuse(gone.code, gone.message, CLOSE_NOT_FOUND)
+                except Exception as exc:  # the buffer or the database is unreachable
+                    self._buffer_outage.failed(exc)
+                    await self.send_json(unavailable_frame(request_id))
         else:
             assert self.identity is not None
             await self.send_json(await run_command(self.identity, self.thread_id, frame))
-
-    async def _error(self, code: str, message: str) -> None:
-        await self.send_json({"type": "error", "code": code, "message": message})

@@ -6,6 +6,7 @@ the active generation replayed from chunk index 0 (MF-028), then a ``synced`` fr
 sequence number live delivery continues from. :class:`Cursor` then admits live batches:
 duplicates are dropped, and a gap (the channel layer drops messages for full channels) is
 filled from the replay buffer, or raises :class:`Resync` when the buffer no longer has it.
+:class:`FoldGuard` withholds chunks a client has no ``generation.started`` for.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime.buffers import ActiveGeneration, ReplayBuffer
 
-__all__ = ["Cursor", "Resync", "open_frames", "replay_frames"]
+__all__ = ["Cursor", "FoldGuard", "Resync", "open_frames", "replay_frames"]
 
 logger = logging.getLogger("pai.realtime")
 
@@ -100,16 +101,21 @@ class Cursor:
     last: int
 
     async def admit(self, events: Sequence[RunEvent]) -> list[RunEvent]:
-        """The events of a live batch to deliver now, gap-filled, in order."""
+        """The events of a live batch to deliver now, gap-filled, in order.
+
+        All or nothing: if a refill fails (the buffer is unreachable), the cursor stays
+        where it was and the same events are admitted again later."""
         admitted: list[RunEvent] = []
+        last = self.last
         for event in sorted(events, key=lambda e: int(e["seq"])):
             seq = int(event["seq"])
-            if seq <= self.last:
+            if seq <= last:
                 continue  # already delivered (a refill got there first)
-            if seq > self.last + 1:
-                admitted += await self._fill(seq - 1)
+            if seq > last + 1:
+                admitted += await self._read(last, seq - 1)
             admitted.append(event)
-            self.last = seq
+            last = seq
+        self.last = last
         return admitted
 
     async def catch_up(self) -> list[RunEvent]:
@@ -117,12 +123,40 @@ class Cursor:
         state = await self.buffer.state(self.thread_id)
         if state.last_seq <= self.last:
             return []
-        return await self._fill(state.last_seq)
+        events = await self._read(self.last, state.last_seq)
+        self.last = state.last_seq
+        return events
 
-    async def _fill(self, upto: int) -> list[RunEvent]:
-        events = await self.buffer.read(self.thread_id, after=self.last, upto=upto)
-        if not _contiguous(events, self.last, upto):
-            raise Resync(f"events {self.last + 1}..{upto} are no longer buffered")
-        logger.debug("refilled events %d..%d of thread %s", self.last + 1, upto, self.thread_id)
-        self.last = upto
+    async def _read(self, after: int, upto: int) -> list[RunEvent]:
+        events = await self.buffer.read(self.thread_id, after=after, upto=upto)
+        if not _contiguous(events, after, upto):
+            raise Resync(f"events {after + 1}..{upto} are no longer buffered")
+        logger.debug("refilled events %d..%d of thread %s", after + 1, upto, self.thread_id)
         return list(events)
+
+
+class FoldGuard:
+    """Keeps chunks from a client that cannot fold them.
+
+    A client folds ``generation.message.chunk`` onto the shell its ``generation.started``
+    (live or replayed) created. After a resync whose buffer lost a generation's start (a
+    Redis restart mid-generation) the rest of that generation's chunks would land on
+    nothing: they are withheld, and its ``generation.finished`` brings the whole message.
+    """
+
+    def __init__(self) -> None:
+        self._started: set[str] = set()
+
+    def reset(self) -> None:
+        """A snapshot replaces the client's state: only replays that follow it count."""
+        self._started.clear()
+
+    def admit(self, frame: Frame) -> bool:
+        kind = frame.get("type")
+        if kind == "generation.started":
+            self._started.add(str(frame.get("messageId")))
+        elif kind == "generation.message.chunk":
+            return str(frame.get("messageId")) in self._started
+        elif kind == "generation.finished":
+            self._started.discard(str(frame.get("messageId")))
+        return True
