@@ -4,11 +4,14 @@ from __future__ import annotations
 
 __all__ = [
     "ActionConflict",
+    "BadRequest",
     "FileTooLarge",
     "InvalidInput",
     "NotFound",
     "PaiError",
+    "PayloadTooLarge",
     "RewriteRejected",
+    "ServiceUnavailable",
     "ThreadBusy",
     "UnsupportedMediaType",
 ]
@@ -37,11 +40,43 @@ class InvalidInput(PaiError):
     status = 422
 
 
+class BadRequest(PaiError):
+    """A request that cannot be read at all (malformed JSON or multipart framing)."""
+
+    code = "bad_request"
+    status = 400
+
+
+class PayloadTooLarge(PaiError):
+    """A message or body over its size limit; nothing was stored."""
+
+    code = "payload_too_large"
+    status = 413
+
+
 class FileTooLarge(PaiError):
     """An upload over ``PAI["FILE_MAX_BYTES"]``; nothing was stored."""
 
     code = "file_too_large"
     status = 413
+
+
+class ServiceUnavailable(PaiError):
+    """The database (or another service the call needs) is unreachable: nothing was
+    stored, and the same call (same message id) can be retried after ``retry_after``
+    seconds."""
+
+    code = "service_unavailable"
+    status = 503
+
+    def __init__(
+        self,
+        message: str = "The service is temporarily unavailable; retry shortly.",
+        *,
+        retry_after: int = 5,
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class UnsupportedMediaType(PaiError):

@@ -68,13 +68,20 @@ class Thread(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     private_metadata = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=1)
+    # Set by the application (PATCH archived): hidden from lists filtered with
+    # ``archived=false``, otherwise a thread like any other.
+    archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at"]
         indexes = [
-            models.Index(fields=["scope_key", "-updated_at", "id"], name="pai_thread_scope_recent")
+            models.Index(fields=["scope_key", "-updated_at", "id"], name="pai_thread_scope_recent"),
+            models.Index(
+                fields=["scope_key", "archived", "-updated_at", "id"],
+                name="pai_thread_scope_archived",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -17,16 +19,23 @@ from django.utils.dateparse import parse_datetime
 
 from pai_agents.agent import InvalidAgentInput, SendPolicy
 from pai_agents.engine.tool_calls import error_chunk, open_tool_parts, settle_chunk
-from pai_agents.ids import new_id
 from pai_agents.json import NotStrictJson, ensure_strict_json
+from pai_agents.json import dumps as json_dumps
 from pai_agents.lifecycle.metadata import InvalidMetadata, replace_metadata
 from pai_agents.messages.reducer import MessageReducer
 from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
-from pai_threads.errors import ActionConflict, InvalidInput, NotFound, ThreadBusy
+from pai_threads.errors import (
+    ActionConflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    ThreadBusy,
+)
 from pai_threads.files import reference_attachments
 from pai_threads.identity import Identity
-from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
+from pai_threads.input_guard import check_json, check_text, lookup_id, validate_user_message
+from pai_threads.models import File, Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.pagination import InvalidPageToken, decode_token, encode_token
 from pai_threads.pending_actions import PendingActionView, get_pending_action
 from pai_threads.queueing import admit_next, dispatch_after_commit, lock_thread
@@ -43,6 +52,7 @@ __all__ = [
     "SendResult",
     "cancel_run",
     "create_thread",
+    "delete_thread",
     "fulfil_action",
     "get_pending_action",
     "get_run",
@@ -54,12 +64,12 @@ __all__ = [
     "regenerate",
     "rename_thread",
     "send",
+    "set_archived",
     "submit_action",
     "trigger",
     "update_visibility",
 ]
 
-USER_PART_TYPES = frozenset({"text", "file", "attachment"})
 SEND_POLICIES = ("queue", "reject", "interrupt", "steer")
 
 
@@ -88,7 +98,7 @@ def create_thread(identity: Identity, *, agent: str | None = None, title: str = 
     return Thread.objects.create(
         scope_key=identity.scope_key,
         agent_name=agent_name,
-        title=title[:200],
+        title=check_text(title, "the title")[:200],
         title_source="manual" if title else "",  # set by the application (AD-045)
         **thread_metadata_defaults(agent_name),
     )
@@ -105,7 +115,7 @@ def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
     """
     if not isinstance(title, str):
         raise InvalidInput("title must be a string")
-    title = " ".join(title.split())
+    title = " ".join(check_text(title, "the title").split())
     if len(title) > MAX_TITLE:
         raise InvalidInput(f"title must be at most {MAX_TITLE} characters")
     thread = get_thread(identity, thread_id)
@@ -118,9 +128,51 @@ def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
 
 def get_thread(identity: Identity, thread_id: str) -> Thread:
     try:
-        return Thread.objects.get(id=thread_id, scope_key=identity.scope_key)
+        return Thread.objects.get(id=lookup_id(thread_id, "thread"), scope_key=identity.scope_key)
     except Thread.DoesNotExist:
         raise NotFound("thread not found") from None
+
+
+def set_archived(identity: Identity, thread_id: str, archived: bool) -> Thread:
+    """Archive (or restore) a thread: it stays whole and usable; lists can filter on it."""
+    thread = get_thread(identity, thread_id)
+    if thread.archived != archived:
+        thread.archived = archived
+        thread.updated_at = timezone.now()
+        thread.save(update_fields=["archived", "updated_at"])
+    return thread
+
+
+def delete_thread(identity: Identity, thread_id: str) -> list[str]:
+    """Delete a thread with everything in it: messages, runs and their steps, queued
+    input, pending actions and the files bound to it (their stored bytes after commit).
+
+    An active run is stopped first: a local execution is aborted at once, one elsewhere
+    loses its lease at its next write and abandons the run. Returns the ids of the runs
+    that were active."""
+    thread = get_thread(identity, thread_id)
+    with transaction.atomic():
+        # The thread lock: a concurrent send or run end either finishes before the delete
+        # or finds the thread gone (NotFound), never half of it.
+        lock_thread(thread.id)
+        active = list(Run.objects.active().filter(thread=thread).values_list("id", flat=True))
+        stored = list(File.objects.filter(thread=thread).values_list("storage_name", flat=True))
+        Thread.objects.filter(pk=thread.pk).delete()
+        for run_id in active:
+            transaction.on_commit(partial(cancellation.abort_local, run_id, "thread deleted"))
+        transaction.on_commit(partial(_delete_stored, stored))
+    return active
+
+
+def _delete_stored(names: list[str]) -> None:
+    for name in names:
+        default_storage.delete(name)
+
+
+def _lock_existing(thread: Thread) -> None:
+    """Lock the thread's row; NotFound when it was deleted since it was read."""
+    if Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").first() is None:
+        raise NotFound("thread not found")
 
 
 def _page_size(limit: int | None) -> int:
@@ -129,11 +181,18 @@ def _page_size(limit: int | None) -> int:
 
 
 def list_threads(
-    identity: Identity, *, limit: int | None = None, page_token: str | None = None
+    identity: Identity,
+    *,
+    limit: int | None = None,
+    page_token: str | None = None,
+    archived: bool | None = None,
 ) -> Page:
-    """Most recently updated first; the token resumes after the last thread seen."""
+    """Most recently updated first; the token resumes after the last thread seen.
+    ``archived``: only archived (True) or only active (False) threads; None lists both."""
     size = _page_size(limit)
     threads = Thread.objects.filter(scope_key=identity.scope_key).order_by("-updated_at", "-id")
+    if archived is not None:
+        threads = threads.filter(archived=archived)
     if page_token:
         try:
             updated_at, last_id = str(decode_token("threads", page_token)).split("|", 1)
@@ -173,47 +232,9 @@ def list_messages(
 
 def get_run(identity: Identity, run_id: str) -> Run:
     try:
-        return Run.objects.get(id=run_id, scope_key=identity.scope_key)
+        return Run.objects.get(id=lookup_id(run_id, "run"), scope_key=identity.scope_key)
     except Run.DoesNotExist:
         raise NotFound("run not found") from None
-
-
-def _validate_user_message(
-    message: Mapping[str, Any],
-) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
-    if message.get("role", "user") != "user":
-        raise InvalidInput("only user messages can be sent")
-    parts = message.get("parts")
-    if not isinstance(parts, list) or not parts:
-        raise InvalidInput("a message needs a non-empty 'parts' list")
-    for index, part in enumerate(parts):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if not isinstance(kind, str) or not (kind in USER_PART_TYPES or kind.startswith("data-")):
-            raise InvalidInput(f"parts[{index}]: type must be text, file, attachment or data-*")
-        if kind.startswith("data-pai-"):  # MF-011: reserved for the runtime
-            raise InvalidInput(f"parts[{index}]: data-pai-* parts are reserved for the runtime")
-        if kind == "text" and not isinstance(part.get("text"), str):
-            raise InvalidInput(f"parts[{index}]: a text part needs a string 'text'")
-        if kind == "file" and not (
-            isinstance(part.get("url"), str) and isinstance(part.get("mediaType"), str)
-        ):
-            raise InvalidInput(f"parts[{index}]: a file part needs 'url' and 'mediaType'")
-        if kind == "attachment" and not isinstance(part.get("fileId"), str):
-            raise InvalidInput(f"parts[{index}]: an attachment part needs a string 'fileId'")
-    metadata = message.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise InvalidInput("metadata must be an object")
-    if "pai" in metadata:
-        raise InvalidInput("metadata.pai is reserved for the runtime")
-    try:
-        ensure_strict_json(parts, what="parts")
-        ensure_strict_json(metadata, what="metadata")
-    except NotStrictJson as exc:
-        raise InvalidInput(str(exc)) from exc
-    message_id = message.get("id") or new_id("msg")
-    if not isinstance(message_id, str) or not 1 <= len(message_id) <= 100:
-        raise InvalidInput("message id must be a string of 1 to 100 characters")
-    return message_id, parts, metadata
 
 
 def send(
@@ -234,7 +255,7 @@ def send(
     retry returns the original message (or queue item) and run, storing nothing twice.
     """
     thread = get_thread(identity, thread_id)
-    message_id, parts, metadata = _validate_user_message(message)
+    message_id, parts, metadata = validate_user_message(message)
     parts = reference_attachments(thread, parts)  # MF-039: stored as references
     client_id = bool(message.get("id"))
     try:
@@ -245,7 +266,7 @@ def send(
         raise InvalidInput(f"unknown send policy {policy!r}")
     try:
         trusted_identity = agent.validate_identity(identity.data)
-        data = agent.validate_client_data(client_data)
+        data = agent.validate_client_data(check_json(client_data, "clientData"))
     except InvalidAgentInput as exc:
         raise InvalidInput(str(exc)) from exc
     public_schema = agent.message_metadata.public if agent.message_metadata else None
@@ -257,11 +278,14 @@ def send(
         except (InvalidMetadata, ValueError) as exc:
             raise InvalidInput(str(exc)) from exc
     payload = {"id": message_id, "role": "user", "parts": parts, "metadata": metadata}
+    if len(json_dumps(payload).encode("utf-8")) > pai_settings.MAX_MESSAGE_BYTES:
+        raise PayloadTooLarge(f"the message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes")
     try:
         with transaction.atomic():
             # Touching the thread takes its row lock: "is a run active?" and "start a run /
             # queue the input" become one step, so concurrent sends never race.
-            Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())
+            if not Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now()):
+                raise NotFound("thread not found")  # deleted since it was read
             if client_id:
                 # Only a client-chosen id can be a retry; generated ids are fresh.
                 existing = _existing_send(thread, message_id)
@@ -348,7 +372,7 @@ def cancel_run(identity: Identity, run_id: str) -> Run:
     thread's next queued input is admitted when the run ends.
     """
     thread_id = (
-        Run.objects.filter(id=run_id, scope_key=identity.scope_key)
+        Run.objects.filter(id=lookup_id(run_id, "run"), scope_key=identity.scope_key)
         .values_list("thread_id", flat=True)
         .first()
     )
@@ -357,7 +381,9 @@ def cancel_run(identity: Identity, run_id: str) -> Run:
     with transaction.atomic():
         # The thread first, then the run: the lock order of sends and of a run's end.
         lock_thread(thread_id)
-        run = Run.objects.select_for_update().get(id=run_id)
+        run = Run.objects.select_for_update().filter(id=run_id).first()
+        if run is None:
+            raise NotFound("run not found")  # its thread was deleted meanwhile
         _cancel_locked(run)
     run.refresh_from_db()
     return run
@@ -405,7 +431,9 @@ def submit_action(
     The action is bound to its run, tool call and input: the answer applies to exactly that
     call. When the run has no other pending action it resumes (dispatched after commit).
     """
-    actions = PendingAction.objects.filter(id=action_id, scope_key=identity.scope_key)
+    actions = PendingAction.objects.filter(
+        id=lookup_id(action_id, "pending action"), scope_key=identity.scope_key
+    )
     submitted_by = {"scopeKey": identity.scope_key, **dict(identity.data)}
     return _submit(actions, action_id, response, submitted_by, "client", dispatch=dispatch)
 
@@ -418,7 +446,7 @@ def fulfil_action(
     Same rules as :func:`submit_action` (accepted once, bound to its call); the result is
     tagged ``toolMetadata.pai.source == "manual"`` and ``by`` is recorded as the submitter.
     """
-    actions = PendingAction.objects.filter(id=action_id)
+    actions = PendingAction.objects.filter(id=lookup_id(action_id, "pending action"))
     return _submit(actions, action_id, response, {"manual": by}, "manual", dispatch=dispatch)
 
 
@@ -431,13 +459,16 @@ def _submit(
     *,
     dispatch: bool,
 ) -> PendingAction:
+    response = check_json(response, "the answer")
     run_id = actions.values_list("run_id", flat=True).first()
     if run_id is None:
         raise NotFound("pending action not found")
     with transaction.atomic():
         # The run before the action: the order cancel_run takes them in (no deadlock).
         Run.objects.select_for_update().filter(pk=run_id).values_list("pk").first()
-        action = PendingAction.objects.select_for_update().get(id=action_id)
+        action = PendingAction.objects.select_for_update().filter(id=action_id).first()
+        if action is None:
+            raise NotFound("pending action not found")  # its thread was deleted meanwhile
         if action.status != PendingAction.Status.PENDING:
             raise ActionConflict("this action was already answered or cancelled")
         chunk = _answer_chunk(action, response, source)
@@ -517,7 +548,7 @@ def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> 
     thread = get_thread(identity, thread_id)
     agent = registry.get_agent(thread.agent_name)
     with transaction.atomic():
-        Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").get()
+        _lock_existing(thread)
         if Run.objects.active().filter(thread=thread).exists():
             raise ThreadBusy("the thread has an active run")
         target = (
@@ -568,11 +599,11 @@ def trigger(
     agent = registry.get_agent(thread.agent_name)
     try:
         trusted_identity = agent.validate_identity(identity.data)
-        data = agent.validate_client_data(client_data)
+        data = agent.validate_client_data(check_json(client_data, "clientData"))
     except InvalidAgentInput as exc:
         raise InvalidInput(str(exc)) from exc
     with transaction.atomic():
-        Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").get()
+        _lock_existing(thread)
         if Run.objects.active().filter(thread=thread).exists():
             raise ThreadBusy("the thread has an active run")
         run = Run.objects.create(

@@ -1,14 +1,31 @@
-"""Include with ``path("api/pai/", include("pai_threads.urls"))``."""
+"""Include with ``path("api/pai/", include("pai_threads.urls"))``.
+
+Every response under that prefix that is an error, from any view (an unknown path and a
+method not allowed included), uses the envelope of :mod:`pai_threads.api.envelope`.
+"""
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import URLPattern, URLResolver, path, re_path
 
 from pai_threads.api import api
 from pai_threads.api.ai_sdk import chat, resume_stream
+from pai_threads.api.envelope import json_errors, unknown_endpoint
+
+
+def _enveloped(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
+    """django-ninja's views, each wrapped (its 405 answers are plain text otherwise)."""
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern):
+            pattern.callback = json_errors(pattern.callback)
+    return patterns
+
+
+_ninja_patterns, _app_name, _namespace = api.urls
 
 urlpatterns = [
     path("ai-sdk/chat", chat, name="pai-ai-sdk-chat"),
     path("ai-sdk/chat/<str:chat_id>/stream", resume_stream, name="pai-ai-sdk-resume"),
-    path("", api.urls),
+    path("", (_enveloped(_ninja_patterns), _app_name, _namespace)),
+    re_path(r"^(?P<path>.*)$", unknown_endpoint, name="pai-api-unknown"),
 ]

@@ -12,6 +12,7 @@ generation from its first chunk, then live; 204 when nothing is streaming.
 
 Cookie-authenticated callers must send the CSRF token (``X-CSRFToken`` header through the
 transport's ``headers`` option); token-authenticated callers (no session cookie) need not.
+Errors use the API's envelope (:mod:`pai_threads.api.envelope`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
-    JsonResponse,
     StreamingHttpResponse,
 )
 from django.views.decorators.csrf import csrf_exempt
@@ -36,8 +35,10 @@ from django.views.decorators.http import require_GET, require_POST
 from ninja.utils import check_csrf
 
 from pai_threads import services
-from pai_threads.errors import InvalidInput, NotFound, PaiError
+from pai_threads.api.envelope import ErrorInfo, error_response, json_errors
+from pai_threads.errors import InvalidInput, NotFound
 from pai_threads.identity import Identity, resolve_identity
+from pai_threads.input_guard import loads, lookup_id
 from pai_threads.models import PendingAction, Run
 from pai_threads.realtime.commands import message_committed, run_status
 from pai_threads.realtime.conf import realtime_setting
@@ -58,8 +59,8 @@ STREAM_HEADERS = {
 _STREAMING = frozenset({"queued", "running"})
 
 
-def _error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+def _error(status: int, code: str, message: str) -> HttpResponse:
+    return error_response(ErrorInfo(status=status, code=code, message=message))
 
 
 def _authenticate(request: HttpRequest) -> Identity | None:
@@ -187,10 +188,7 @@ async def _empty_stream() -> AsyncIterator[str]:
 
 
 def _parse(request: HttpRequest) -> dict[str, Any]:
-    try:
-        body = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("the body is not JSON") from None
+    body = loads(request.body or b"null")
     if not isinstance(body, dict):
         raise InvalidInput("the body must be a JSON object")
     if not isinstance(body.get("id"), str) or not body["id"]:
@@ -209,7 +207,6 @@ def _parse(request: HttpRequest) -> dict[str, Any]:
 def _start(identity: Identity, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
     """Act on the request; the run to stream (or None) and events to publish."""
     thread_id = body["id"]
-    services.get_thread(identity, thread_id)
     last = body["messages"][-1]
     if body.get("trigger") == "regenerate-message":
         run = services.regenerate(identity, thread_id)
@@ -220,7 +217,7 @@ def _start(identity: Identity, body: dict[str, Any]) -> tuple[str | None, list[d
             raise InvalidInput("the last message must be a user message")
         for answer in answers:
             action = PendingAction.objects.filter(
-                thread_id=thread_id, request__approvalId=answer["approvalId"]
+                thread_id=thread_id, request__approvalId=lookup_id(answer["approvalId"], "approval")
             ).first()
             if action is None:
                 raise NotFound("approval not found")
@@ -240,25 +237,20 @@ def _start(identity: Identity, body: dict[str, Any]) -> tuple[str | None, list[d
     return result.run.id, [committed, run_status(run_public(result.run))]
 
 
+@json_errors
 @csrf_exempt  # checked in _authenticate, only for cookie sessions (like the JSON API)
 @require_POST
 async def chat(request: HttpRequest) -> HttpResponseBase:
     identity = await _identity(request)
     if isinstance(identity, HttpResponse):
         return identity
-    try:
-        body = _parse(request)
-    except RequestDataTooBig:
-        return _error(413, "payload_too_large", "The request body is too large.")
-    except PaiError as exc:
-        return _error(exc.status, exc.code, exc.message)
+    body = _parse(request)
+    # The thread exists in the caller's scope before anything subscribes to its events.
+    await sync_to_async(services.get_thread)(identity, body["id"])
     subscription = ThreadSubscription(body["id"])
     await subscription.__aenter__()
     try:
         run_id, events = await sync_to_async(_start)(identity, body)
-    except PaiError as exc:
-        await subscription.close()
-        return _error(exc.status, exc.code, exc.message)
     except BaseException:
         await subscription.close()
         raise
@@ -275,15 +267,13 @@ def _active_run(identity: Identity, thread_id: str) -> Run | None:
     return Run.objects.filter(thread=thread, status__in=_STREAMING).first()
 
 
+@json_errors
 @require_GET
 async def resume_stream(request: HttpRequest, chat_id: str) -> HttpResponseBase:
     identity = await _identity(request)
     if isinstance(identity, HttpResponse):
         return identity
-    try:
-        run = await sync_to_async(_active_run)(identity, chat_id)
-    except NotFound as exc:
-        return _error(exc.status, exc.code, exc.message)
+    run = await sync_to_async(_active_run)(identity, chat_id)
     if run is None:
         return HttpResponse(status=204)
     subscription = ThreadSubscription(chat_id)

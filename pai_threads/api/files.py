@@ -5,7 +5,6 @@ Scoped like threads: another partition's file id answers 404 exactly like a miss
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -17,26 +16,17 @@ from pydantic.alias_generators import to_camel
 
 from pai_threads import files
 from pai_threads.api.auth import IdentityAuth
-from pai_threads.api.schemas import ErrorOut
+from pai_threads.api.schemas import errors
 from pai_threads.conf import pai_settings
-from pai_threads.errors import FileTooLarge, InvalidInput, NotFound
+from pai_threads.errors import BadRequest, FileTooLarge, InvalidInput, NotFound
 from pai_threads.identity import Identity
+from pai_threads.input_guard import check_json, check_text, loads, lookup_id
 
 __all__ = ["AttachmentOut", "router"]
 
 logger = logging.getLogger("pai.files")
 
 router = Router(tags=["files"])
-
-ERRORS: dict[int, type[Schema]] = {
-    400: ErrorOut,
-    401: ErrorOut,
-    403: ErrorOut,
-    404: ErrorOut,
-    413: ErrorOut,
-    415: ErrorOut,
-    422: ErrorOut,
-}
 # Room for the multipart framing and form fields around the file itself.
 _MULTIPART_SLACK = 64 * 1024
 # Served inline (shown by the browser); everything else downloads.
@@ -70,7 +60,8 @@ class UploadIn(Schema):
 
 
 class UploadAuth(IdentityAuth):
-    """Refuses an oversized body by its Content-Length before the CSRF check reads it."""
+    """Refuses an oversized body by its Content-Length before the CSRF check reads it, and
+    a multipart body without any part (only the closing boundary, say) as unreadable."""
 
     def __call__(self, request: HttpRequest) -> Identity | None:
         try:
@@ -79,7 +70,10 @@ class UploadAuth(IdentityAuth):
             length = 0
         if length > pai_settings.FILE_MAX_BYTES + _MULTIPART_SLACK:
             raise FileTooLarge(f"the file is larger than {pai_settings.FILE_MAX_BYTES} bytes")
-        return super().__call__(request)
+        identity = super().__call__(request)
+        if not request.FILES and not request.POST:  # parsed (or raised 400) here
+            raise BadRequest("the multipart body has no parts; send the file as 'file'")
+        return identity
 
 
 def _identity(request: HttpRequest) -> Identity:
@@ -92,15 +86,21 @@ def _metadata(raw: str | None) -> dict[str, Any] | None:
     if raw is None or raw == "":
         return None
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):  # nested past the recursion limit: malformed too
+        value = loads(raw, "metadata")
+    except BadRequest:
         raise InvalidInput("metadata must be a JSON object") from None
     if not isinstance(value, dict):
         raise InvalidInput("metadata must be a JSON object")
-    return value
+    return dict(check_json(value, "metadata"))
 
 
-@router.post("", response={201: AttachmentOut, **ERRORS}, by_alias=True, auth=UploadAuth())
+def _text(value: str | None, what: str) -> str | None:
+    return None if value is None else check_text(value, what)
+
+
+@router.post(
+    "", response={201: AttachmentOut, **errors(413, 415)}, by_alias=True, auth=UploadAuth()
+)
 def upload_file(
     request: HttpRequest, file: File[UploadedFile], form: Form[UploadIn]
 ) -> Status[dict[str, Any]]:
@@ -109,18 +109,29 @@ def upload_file(
     stored = files.upload_file(
         _identity(request),
         file,
-        media_type=form.media_type,
-        filename=form.filename,
-        thread_id=form.thread_id,
+        media_type=_text(form.media_type, "mediaType"),
+        filename=_text(form.filename if form.filename is not None else file.name, "filename"),
+        thread_id=None if not form.thread_id else lookup_id(form.thread_id, "thread"),
         metadata=_metadata(form.metadata),
     )
     return Status(201, files.attachment_out(stored))
 
 
-@router.get("/{file_id}/content", response={200: None, **ERRORS})
+@router.get(
+    "/{file_id}/content",
+    response={200: None, **errors()},
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "The stored bytes, with the file's media type.",
+                "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+            }
+        }
+    },
+)
 def file_content(request: HttpRequest, file_id: str) -> FileResponse:
     """The stored bytes with their media type (images inline, other files as downloads)."""
-    row = files.get_file(_identity(request), file_id)
+    row = files.get_file(_identity(request), lookup_id(file_id, "file"))
     try:
         content = default_storage.open(row.storage_name, "rb")
     except FileNotFoundError:

@@ -10,14 +10,18 @@ from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "AiSdkChatIn",
     "CreateThreadIn",
     "ErrorOut",
     "MessagePageOut",
     "RunOut",
     "SendIn",
     "SendOut",
+    "SessionOut",
     "ThreadOut",
     "ThreadPageOut",
+    "ThreadPatchIn",
+    "errors",
 ]
 
 
@@ -32,7 +36,25 @@ class ErrorBody(CamelSchema):
 
 
 class ErrorOut(CamelSchema):
+    """Every 4xx and 5xx: ``code`` is stable and machine-readable, ``message`` is for
+    people; a 503 carries ``Retry-After`` (seconds)."""
+
     error: ErrorBody
+
+
+# Every operation can answer these: unreadable request, no identity, CSRF, unknown id,
+# schema mismatch, unexpected failure, database outage.
+_COMMON_ERRORS = (400, 401, 403, 404, 422, 500, 503)
+
+
+def errors(*extra: int) -> dict[int, type[Schema]]:
+    """The documented error responses of an operation: the common ones plus ``extra``
+    (409 conflicts, 413 for bodies, 415 for uploads)."""
+    return {status: ErrorOut for status in sorted({*_COMMON_ERRORS, *extra})}
+
+
+class SessionOut(CamelSchema):
+    csrf_token: str
 
 
 class CreateThreadIn(CamelSchema):
@@ -46,9 +68,17 @@ class ThreadOut(CamelSchema):
     title: str
     # "" (no title), "generated" (automatic, AD-041) or "manual" (a rename, AD-045).
     title_source: str = ""
+    archived: bool = False
     metadata: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+
+
+class ThreadPatchIn(CamelSchema):
+    """Rename (``title``; whitespace folded) and/or archive or restore (``archived``)."""
+
+    title: str | None = Field(default=None, max_length=200)
+    archived: bool | None = None
 
 
 class ThreadPageOut(CamelSchema):
@@ -158,3 +188,18 @@ class ThreadStateOut(CamelSchema):
 class MessagePageOut(CamelSchema):
     messages: list[UIMessageOut]
     next_page_token: str | None
+
+
+class AiSdkChatIn(CamelSchema):
+    """``DefaultChatTransport``'s body (documents ``POST /api/pai/ai-sdk/chat``; the view
+    reads the body itself, keeping unknown keys the SDK may add)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    id: str = Field(description="A PAI thread id of the caller's scope.")
+    messages: list[dict[str, Any]] = Field(
+        min_length=1, description="The chat's UIMessages; the last one is sent."
+    )
+    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
+    message_id: str | None = None
+    client_data: dict[str, Any] | None = None

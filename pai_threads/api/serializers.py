@@ -20,6 +20,7 @@ def thread_out(thread: Thread) -> dict[str, Any]:
         "agent": thread.agent_name,
         "title": thread.title,
         "title_source": thread.title_source,
+        "archived": thread.archived,
         "metadata": thread.metadata,
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,

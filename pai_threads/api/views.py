@@ -1,32 +1,41 @@
-"""The HTTP API under ``/api/pai/`` (django-ninja; OpenAPI docs at ``/api/pai/docs``)."""
+"""The HTTP API under ``/api/pai/`` (django-ninja; OpenAPI docs at ``/api/pai/docs``).
+
+Every error is the envelope of :mod:`pai_threads.api.envelope`; the OpenAPI document is
+completed by :mod:`pai_threads.api.openapi`.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.db import DatabaseError
+from django.http import Http404, HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
-from ninja import NinjaAPI, Query, Schema, Status
-from ninja.errors import AuthenticationError, HttpError
+from ninja import Query, Schema, Status
+from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from pydantic import ConfigDict, Field
 
 from pai_threads import registry, services
 from pai_threads.api.auth import IdentityAuth
+from pai_threads.api.envelope import exception_response
 from pai_threads.api.files import router as files_router
+from pai_threads.api.openapi import PaiNinjaAPI
 from pai_threads.api.schemas import (
     ActionIn,
     ActionOut,
     CreateThreadIn,
-    ErrorOut,
     MessagePageOut,
     RunOut,
     SendIn,
     SendOut,
+    SessionOut,
     ThreadOut,
     ThreadPageOut,
+    ThreadPatchIn,
     ThreadStateOut,
+    errors,
 )
 from pai_threads.api.serializers import (
     action_out,
@@ -37,13 +46,15 @@ from pai_threads.api.serializers import (
     thread_out,
 )
 from pai_threads.conf import pai_settings
-from pai_threads.errors import InvalidInput, PaiError
+from pai_threads.errors import InvalidInput, PayloadTooLarge
 from pai_threads.identity import Identity
 from pai_threads.pending_actions import answered_message
 
 __all__ = ["api"]
 
-api = NinjaAPI(
+logger = logging.getLogger("pai.api")
+
+api = PaiNinjaAPI(
     title="PAI for Django",
     version="1",
     urls_namespace="pai-api",
@@ -51,68 +62,22 @@ api = NinjaAPI(
     docs_url="/docs",
 )
 api.add_router("/files", files_router)
-
-ERRORS: dict[int, type[Schema]] = {
-    400: ErrorOut,
-    401: ErrorOut,
-    403: ErrorOut,
-    404: ErrorOut,
-    409: ErrorOut,
-    413: ErrorOut,
-    422: ErrorOut,
-}
-
-
-def _error(
-    request: HttpRequest, status: int, code: str, message: str, details: Any = None
-) -> HttpResponse:
-    body: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        body["details"] = details
-    return api.create_response(request, {"error": body}, status=status)
-
-
-@api.exception_handler(PaiError)
-def _pai_error(request: HttpRequest, exc: PaiError) -> HttpResponse:
-    return _error(request, exc.status, exc.code, exc.message)
-
-
-@api.exception_handler(NinjaValidationError)
-def _validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
-    details = [
-        {
-            "loc": [str(p) for p in e.get("loc", ())],
-            "msg": e.get("msg", ""),
-            "type": e.get("type", ""),
-        }
-        for e in exc.errors
-    ]
-    return _error(request, 422, "invalid_input", "The request does not match the schema.", details)
-
-
-@api.exception_handler(AuthenticationError)
-def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    return _error(request, 401, "unauthenticated", "Authentication required.")
-
-
-@api.exception_handler(HttpError)
-def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    code = {400: "bad_request", 403: "forbidden", 413: "payload_too_large"}.get(
-        exc.status_code, "error"
-    )
-    return _error(request, exc.status_code, code, str(exc))
-
-
-@api.exception_handler(RequestDataTooBig)
-def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    return _error(request, 413, "payload_too_large", "The request body is too large.")
+# ninja's own handlers (and its DEBUG traceback page) replaced: one envelope for all.
+for _error_class in (Exception, Http404, HttpError, NinjaValidationError):
+    api.add_exception_handler(_error_class, exception_response)
 
 
 def _announce(thread_id: str, **changes: Any) -> None:
-    """Tell the thread's websocket subscribers (imported late: realtime builds on the API)."""
+    """Tell the thread's websocket subscribers (imported late: realtime builds on the API).
+
+    After the change committed, so best effort: a database blip while reading the side
+    state must not turn a stored send into an error (clients resync from a snapshot)."""
     from pai_threads.realtime.announce import announce
 
-    announce(thread_id, **changes)
+    try:
+        announce(thread_id, **changes)
+    except DatabaseError:
+        logger.warning("could not announce a change of thread %s", thread_id, exc_info=True)
 
 
 def _identity(request: HttpRequest) -> Identity:
@@ -128,26 +93,36 @@ class PageQuery(Schema):
     page_token: str | None = Field(default=None, alias="pageToken", max_length=500)
 
 
-@api.get("/session", auth=None, response=dict[str, str], by_alias=True, tags=["session"])
+@api.get(
+    "/session", auth=None, response={200: SessionOut, **errors()}, by_alias=True, tags=["session"]
+)
 def session(request: HttpRequest) -> dict[str, str]:
     """The CSRF token for cookie-authenticated clients (send it back as X-CSRFToken)."""
     return {"csrfToken": get_token(request)}
 
 
-@api.get("/agents", response=list[dict[str, Any]], by_alias=True, tags=["agents"])
+@api.get(
+    "/agents", response={200: list[dict[str, Any]], **errors()}, by_alias=True, tags=["agents"]
+)
 def list_agents(request: HttpRequest) -> list[dict[str, Any]]:
     return [agent.manifest() for agent in registry.agents().values()]
 
 
-@api.post("/threads", response={201: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"])
+@api.post("/threads", response={201: ThreadOut, **errors(413)}, by_alias=True, tags=["threads"])
 def create_thread(request: HttpRequest, body: CreateThreadIn) -> Status[dict[str, Any]]:
     thread = services.create_thread(_identity(request), agent=body.agent, title=body.title)
     return Status(201, thread_out(thread))
 
 
-@api.get("/threads", response={200: ThreadPageOut, **ERRORS}, by_alias=True, tags=["threads"])
-def list_threads(request: HttpRequest, page: Query[PageQuery]) -> dict[str, Any]:
-    result = services.list_threads(_identity(request), limit=page.limit, page_token=page.page_token)
+@api.get("/threads", response={200: ThreadPageOut, **errors()}, by_alias=True, tags=["threads"])
+def list_threads(
+    request: HttpRequest, page: Query[PageQuery], archived: bool | None = None
+) -> dict[str, Any]:
+    """Most recently updated first; ``archived=true|false`` lists only archived or only
+    active threads (both when omitted)."""
+    result = services.list_threads(
+        _identity(request), limit=page.limit, page_token=page.page_token, archived=archived
+    )
     return {
         "threads": [thread_out(t) for t in result.items],
         "next_page_token": result.next_page_token,
@@ -155,35 +130,59 @@ def list_threads(request: HttpRequest, page: Query[PageQuery]) -> dict[str, Any]
 
 
 @api.get(
-    "/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"]
+    "/threads/{thread_id}", response={200: ThreadOut, **errors()}, by_alias=True, tags=["threads"]
 )
 def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     return thread_out(services.get_thread(_identity(request), thread_id))
 
 
-class RenameIn(Schema):
-    title: str = Field(max_length=200)
-
-
 @api.patch(
-    "/threads/{thread_id}", response={200: ThreadOut, **ERRORS}, by_alias=True, tags=["threads"]
+    "/threads/{thread_id}",
+    response={200: ThreadOut, **errors(413)},
+    by_alias=True,
+    tags=["threads"],
 )
-def rename_thread(request: HttpRequest, thread_id: str, body: RenameIn) -> dict[str, Any]:
-    """Rename the thread; its websocket subscribers get ``thread.updated``."""
-    from pai_threads.realtime.heads import rename_thread as rename  # realtime imports api
+def update_thread(request: HttpRequest, thread_id: str, body: ThreadPatchIn) -> dict[str, Any]:
+    """Rename (``title``) and/or archive or restore (``archived``) the thread; its websocket
+    subscribers get ``thread.updated``."""
+    # realtime imports the API: late imports
+    from pai_threads.realtime.heads import rename_thread, thread_updated
+    from pai_threads.realtime.publisher import publish_sync
 
-    return thread_out(rename(_identity(request), thread_id, body.title))
+    identity = _identity(request)
+    if body.title is None and body.archived is None:
+        raise InvalidInput("send 'title' and/or 'archived'")
+    thread = services.get_thread(identity, thread_id)
+    if body.title is not None:
+        thread = rename_thread(identity, thread_id, body.title)
+    if body.archived is not None and body.archived != thread.archived:
+        thread = services.set_archived(identity, thread_id, body.archived)
+        publish_sync(thread.id, [thread_updated(thread)])
+    return thread_out(thread)
+
+
+@api.delete(
+    "/threads/{thread_id}", response={204: None, **errors()}, by_alias=True, tags=["threads"]
+)
+def delete_thread(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """Delete the thread and everything in it (an active run is stopped first); its
+    websocket subscribers get ``thread.deleted``. Another scope's thread is 404."""
+    from pai_threads.realtime.announce import announce_deleted  # realtime imports api
+
+    services.delete_thread(_identity(request), thread_id)
+    announce_deleted(thread_id)
+    return HttpResponse(status=204)
 
 
 @api.post(
     "/threads/{thread_id}/messages",
-    response={202: SendOut, 200: SendOut, **ERRORS},
+    response={202: SendOut, 200: SendOut, **errors(409, 413)},
     by_alias=True,
     tags=["threads"],
 )
 def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[dict[str, Any]]:
     if len(request.body) > pai_settings.MAX_MESSAGE_BYTES:
-        raise HttpError(413, f"The message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes.")
+        raise PayloadTooLarge(f"The message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes.")
     if (body.message is None) == (body.text is None):
         raise InvalidInput("send exactly one of 'message' or 'text'")
     message = (
@@ -207,7 +206,7 @@ def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[d
 
 @api.get(
     "/threads/{thread_id}/messages",
-    response={200: MessagePageOut, **ERRORS},
+    response={200: MessagePageOut, **errors()},
     by_alias=True,
     tags=["threads"],
 )
@@ -221,12 +220,14 @@ def list_messages(request: HttpRequest, thread_id: str, page: Query[PageQuery]) 
     }
 
 
-@api.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, by_alias=True, tags=["runs"])
+@api.get("/runs/{run_id}", response={200: RunOut, **errors()}, by_alias=True, tags=["runs"])
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     return run_out(services.get_run(_identity(request), run_id))
 
 
-@api.post("/runs/{run_id}/cancel", response={200: RunOut, **ERRORS}, by_alias=True, tags=["runs"])
+@api.post(
+    "/runs/{run_id}/cancel", response={200: RunOut, **errors(413)}, by_alias=True, tags=["runs"]
+)
 def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     """Cancel a run; a running one stops at once in this process, else at its next heartbeat."""
     run = services.cancel_run(_identity(request), run_id)
@@ -236,7 +237,7 @@ def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 
 @api.post(
     "/threads/{thread_id}/regenerate",
-    response={202: RunOut, **ERRORS},
+    response={202: RunOut, **errors(409, 413)},
     by_alias=True,
     tags=["threads"],
 )
@@ -249,7 +250,7 @@ def regenerate(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
 
 @api.get(
     "/threads/{thread_id}/state",
-    response={200: ThreadStateOut, **ERRORS},
+    response={200: ThreadStateOut, **errors()},
     by_alias=True,
     tags=["threads"],
 )
@@ -266,14 +267,17 @@ def thread_state(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     }
 
 
-@api.get("/actions", response={200: list[ActionOut], **ERRORS}, by_alias=True, tags=["actions"])
+@api.get("/actions", response={200: list[ActionOut], **errors()}, by_alias=True, tags=["actions"])
 def list_actions(request: HttpRequest, thread_id: str | None = None) -> list[dict[str, Any]]:
     """Pending actions of this identity (optionally of one thread)."""
     return [action_out(a) for a in services.list_actions(_identity(request), thread_id=thread_id)]
 
 
 @api.post(
-    "/actions/{action_id}", response={200: ActionOut, **ERRORS}, by_alias=True, tags=["actions"]
+    "/actions/{action_id}",
+    response={200: ActionOut, **errors(409, 413)},
+    by_alias=True,
+    tags=["actions"],
 )
 def submit_action(request: HttpRequest, action_id: str, body: ActionIn) -> dict[str, Any]:
     """Approve or deny a tool call, or give a client tool's result; accepted once only."""

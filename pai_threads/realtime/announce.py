@@ -13,7 +13,7 @@ from pai_threads.models import Message, Run
 from pai_threads.realtime.projections import message_public, run_public, side_state_events
 from pai_threads.realtime.publisher import publish_sync
 
-__all__ = ["announce", "message_committed", "run_status"]
+__all__ = ["announce", "announce_deleted", "message_committed", "run_status", "thread_deleted"]
 
 
 def message_committed(thread_id: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -38,3 +38,12 @@ def announce(thread_id: str, *, message: Message | None = None, run: Run | None 
     if run is not None:
         events.append(run_status(run_public(run)))
     publish_sync(thread_id, [*events, *side_state_events(thread_id)])
+
+
+def thread_deleted(thread_id: str) -> dict[str, Any]:
+    return {"type": "thread.deleted", "threadId": thread_id}
+
+
+def announce_deleted(thread_id: str) -> None:
+    """The thread is gone: its subscribers drop it (no snapshot can follow)."""
+    publish_sync(thread_id, [thread_deleted(thread_id)])
