@@ -28,6 +28,7 @@ from pai_agents.models import (
 )
 from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
 from pai_agents.reasoning_summary import ReasoningSummary, ReasoningSummaryInput
+from pai_agents.sync_calls import SyncRunner, run_sync, use_sync_runner
 from pai_agents.titles import ThreadTitleInput, ThreadTitles
 from pai_agents.tools import Tool, ToolContext, ToolError, ToolFailure, tool
 
@@ -58,6 +59,7 @@ __all__ = [
     "ScriptedStep",
     "ScriptedToolCall",
     "StepRecord",
+    "SyncRunner",
     "ThreadStore",
     "ThreadTitleInput",
     "ThreadTitles",
@@ -67,5 +69,7 @@ __all__ = [
     "ToolFailure",
     "Usage",
     "define_agent",
+    "run_sync",
     "tool",
+    "use_sync_runner",
 ]

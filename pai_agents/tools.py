@@ -7,7 +7,6 @@ instead of an exception in the run.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pai_agents.abort import AbortSignal
 from pai_agents.json import JsonValue, NotStrictJson, ensure_strict_json
 from pai_agents.models.base import ToolSpec
+from pai_agents.sync_calls import run_sync
 from pai_agents.tool_data import ToolData
 
 __all__ = [
@@ -168,7 +168,7 @@ class Tool:
         if inspect.iscoroutinefunction(self.execute):
             result = await self.execute(*args)
         else:
-            result = await asyncio.to_thread(self.execute, *args)
+            result = await run_sync(self.execute, *args)
             if inspect.isawaitable(result):
                 result = await result
         if isinstance(result, ToolFailure):

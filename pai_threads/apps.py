@@ -9,4 +9,9 @@ class PaiThreadsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from pai_agents.sync_calls import use_sync_runner
         from pai_threads import checks  # noqa: F401  (registers system checks)
+        from pai_threads.db import run_user_sync
+
+        # Sync tools and hooks end like requests: their ORM connections never go stale.
+        use_sync_runner(run_user_sync)
