@@ -277,7 +277,12 @@ def send(
             metadata = replace_metadata(public_schema, metadata, what="message metadata")
         except (InvalidMetadata, ValueError) as exc:
             raise InvalidInput(str(exc)) from exc
-    payload = {"id": message_id, "role": "user", "parts": parts, "metadata": metadata}
+    payload: dict[str, Any] = {
+        "id": message_id,
+        "role": "user",
+        "parts": parts,
+        "metadata": metadata,
+    }
     if len(json_dumps(payload).encode("utf-8")) > pai_settings.MAX_MESSAGE_BYTES:
         raise PayloadTooLarge(f"the message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes")
     try:

@@ -9,7 +9,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -200,7 +200,9 @@ def database_outage_at_insert(table: str) -> Iterator[None]:
         connection.close()  # the next query reconnects with the configured timeout
 
 
-def test_a_send_the_database_cannot_store_is_a_503_with_retry_after(client: Client) -> None:
+def test_a_send_the_database_cannot_store_is_a_503_with_retry_after(
+    client: Client, wait_for_run: Callable[..., Run]
+) -> None:
     thread_id = _json(client, "POST", "/threads", {}).json()["id"]
     message = {"id": "msg_outage", "parts": [{"type": "text", "text": "hello"}]}
     with database_outage_at_insert(Run._meta.db_table):
@@ -216,6 +218,7 @@ def test_a_send_the_database_cannot_store_is_a_503_with_retry_after(client: Clie
     again = _json(client, "POST", f"/threads/{thread_id}/messages", {"message": message})
     assert again.status_code == 200 and again.json()["run"]["id"] == retried.json()["run"]["id"]
     assert Message.objects.filter(thread_id=thread_id, message_id="msg_outage").count() == 1
+    wait_for_run(retried.json()["run"]["id"])
 
 
 def test_an_ai_sdk_send_during_an_outage_is_a_503(client: Client) -> None:
