@@ -1,5 +1,8 @@
 // Rendering PaiMessages into DOM nodes: every part type, with HTML escaped before the
-// light markdown is applied (so model output can never inject markup).
+// light markdown is applied (so model output can never inject markup). A pending action is
+// answered on its tool card: Approve/Deny for an approval, a form built from the tool's
+// output schema for a client tool (static/pai/schema_form.js).
+import { schemaForm } from "./schema_form.js";
 
 const FILES_API = "/api/pai/files";
 const fileContentUrl = (part) => `${FILES_API}/${encodeURIComponent(part.fileId)}/content`;
@@ -8,12 +11,17 @@ export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
-function inline(text) {
+function emphasis(text) {
   return text
-    .replace(/`([^`]+)`/g, "<code>$1</code>")
-    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>")
+    .replace(/\*\*(\S(?:.*?\S)?)\*\*/g, "<strong>$1</strong>")
+    .replace(/(^|[^*\w])\*([^*\s](?:[^*]*[^*\s])?)\*(?![*\w])/g, "$1<em>$2</em>")
     .replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>');
+}
+
+/** Inline markdown; code spans are left as they are (a `*` in code is not emphasis). */
+function inline(text) {
+  return text.split(/(`[^`]+`)/).map((piece, index) => (index % 2
+    ? `<code>${piece.slice(1, -1)}</code>` : emphasis(piece))).join("");
 }
 
 /** Light markdown: fenced code, headings, lists, paragraphs, inline code/bold/italic/links. */
@@ -55,13 +63,44 @@ const STATE_LABELS = {
   "approval-responded": "answered", "output-available": "done", "output-error": "error", "output-denied": "denied",
 };
 
-function toolPart(part, { pendingAction, onAction, runActive }) {
+function approvalActions(pendingAction, onAction) {
+  const actions = el("div", "tool-actions");
+  const approve = el("button", "primary approve", "Approve");
+  const deny = el("button", "deny", "Deny");
+  approve.type = deny.type = "button";
+  const answer = (value) => {
+    approve.disabled = deny.disabled = true;
+    Promise.resolve(onAction(pendingAction, value)).catch(() => { approve.disabled = deny.disabled = false; });
+  };
+  approve.onclick = () => answer({ approved: true });
+  deny.onclick = () => answer({ approved: false });
+  actions.append(approve, deny);
+  return actions;
+}
+
+/** A client tool's answer (MF-024): a form from its output schema, sent as `{output}`. */
+function clientAnswer(pendingAction, { onAction, toolSpec, draft, saveDraft }) {
+  const box = el("div", "client-answer");
+  box.append(el("div", "client-answer-head", "Your answer"));
+  box.append(schemaForm(toolSpec?.outputSchema, {
+    draft: draft?.(pendingAction.id),
+    onDraft: (value) => saveDraft?.(pendingAction.id, value),
+    onSubmit: (output) => onAction(pendingAction, { output }),
+    onDecline: () => onAction(pendingAction, { errorText: "The user declined to answer." }),
+  }));
+  return box;
+}
+
+function toolPart(part, context) {
+  const { pendingAction, onAction, runActive } = context;
   const name = part.type === "dynamic-tool" ? part.toolName : part.type.slice(5);
   const state = part.state;
-  const waiting = state === "input-available" && !runActive ? "waiting" : null;
-  const card = el("div", `tool state-${state}`);
+  const client = pendingAction?.kind === "client";
+  const waiting = state === "input-available" && !runActive ? (client ? "needs your answer" : "waiting") : null;
+  const card = el("div", `tool state-${state}${client ? " client-tool" : ""}`);
   card.dataset.toolCallId = part.toolCallId;
-  card.innerHTML = `<div class="tool-head"><span class="tool-icon">⚙</span><strong>${escapeHtml(name)}</strong>`
+  card.dataset.toolName = name;
+  card.innerHTML = `<div class="tool-head"><span class="tool-icon" aria-hidden="true">⚙</span><strong>${escapeHtml(name)}</strong>`
     + `<span class="badge tool-state">${escapeHtml(waiting ?? STATE_LABELS[state] ?? state)}</span></div>`;
   if (part.input !== undefined) card.append(el("pre", "tool-input", json(part.input)));
   const records = toolData(part);
@@ -69,29 +108,26 @@ function toolPart(part, { pendingAction, onAction, runActive }) {
   if (state === "output-available") card.append(el("pre", "tool-output", json(part.output)));
   if (state === "output-error") card.append(el("div", "tool-error", escapeHtml(part.errorText ?? "error")));
   if (state === "output-denied") card.append(el("div", "tool-error", escapeHtml(part.approval?.reason ?? "Denied.")));
-  if (pendingAction) {
-    const actions = el("div", "tool-actions");
-    const approve = el("button", "primary approve", "Approve");
-    const deny = el("button", "deny", "Deny");
-    approve.type = deny.type = "button";
-    approve.onclick = () => onAction(pendingAction, { approved: true });
-    deny.onclick = () => onAction(pendingAction, { approved: false });
-    actions.append(approve, deny);
-    card.append(actions);
-  }
+  if (pendingAction) card.append(client ? clientAnswer(pendingAction, context) : approvalActions(pendingAction, onAction));
   return card;
 }
 
 function progress(data, className) {
   const value = Number(data.value ?? data.percent ?? data.pct ?? 0);
-  const max = Number(data.max ?? 100);
-  const node = el("div", className, `<span>${escapeHtml(data.label ?? "Progress")}</span>`);
+  const max = Number(data.max ?? 100) || 100;
+  const label = String(data.label ?? "Progress");
+  const node = el("div", className, `<span class="progress-label">${escapeHtml(label)}</span>`);
   const bar = document.createElement("progress");
   bar.max = max;
   bar.value = value;
-  node.append(bar);
+  bar.setAttribute("aria-label", label);
+  node.append(bar, el("span", "progress-pct", `${Math.round((100 * value) / max)}%`));
   return node;
 }
+
+const recordValue = (value) => (value && typeof value === "object" && !Array.isArray(value)
+  ? Object.entries(value).map(([k, v]) => `${escapeHtml(k)} <code>${escapeHtml(JSON.stringify(v))}</code>`).join(" ")
+  : `<code>${escapeHtml(JSON.stringify(value))}</code>`);
 
 /** A tool's ToolData (`part.data[channel]`, MF-019): the latest record of each channel. */
 function toolData(part) {
@@ -102,7 +138,11 @@ function toolData(part) {
     if (!latest) continue;
     const value = latest.value;
     if (channel === "progress" && value && typeof value === "object") node.append(progress(value, "tool-progress"));
-    else node.append(el("div", "tool-data-record", `<span>${escapeHtml(channel)}</span> <code>${escapeHtml(JSON.stringify(value))}</code>`));
+    else {
+      const record = el("div", `tool-data-record${latest.transient ? " transient" : ""}`, `<span class="channel">${escapeHtml(channel)}</span> ${recordValue(value)}`);
+      record.dataset.channel = channel;
+      node.append(record);
+    }
   }
   return node.childElementCount ? node : null;
 }
@@ -157,10 +197,15 @@ export function renderPart(part, context) {
   const type = part.type;
   if (type === "text") return el("div", `text${part.state === "streaming" ? " streaming" : ""}`, markdown(part.text));
   if (type === "reasoning") {
-    const node = el("details", "reasoning");
-    node.open = part.state === "streaming";
-    const label = part.state === "streaming" ? "Thinking…" : escapeHtml(part.summary ?? "Reasoning");
+    // Open while it streams, collapsed once settled; a reader's own toggle is kept.
+    const { reasoningOpen, onReasoningToggle } = context(part);
+    const streaming = part.state === "streaming";
+    const node = el("details", `reasoning${streaming ? " streaming" : ""}`);
+    node.open = reasoningOpen ?? streaming;
+    const label = streaming ? "Thinking…" : escapeHtml(part.summary ?? "Reasoning");
     node.innerHTML = `<summary>${label}</summary><div>${markdown(part.text)}</div>`;
+    // Only a reader's click counts (a "toggle" event also fires when the page sets `open`).
+    node.querySelector("summary").onclick = () => onReasoningToggle?.(!node.open);
     return node;
   }
   if (type === "dynamic-tool" || type.startsWith("tool-")) return toolPart(part, context(part));
