@@ -82,11 +82,11 @@ pushing the page wider.
 ```"""
 
 _HELP = (
-    "I am the offline demo model. Try: **what is 12 * (3 + 4)?**, **what time is it in "
-    "Tokyo?**, **email the team that the demo works** (approval), **book a table** (a form "
-    "you fill in), **tell me a long story** (Stop or reload it), **think: is 221 prime?** "
-    "(reasoning), **count the primes below 300000** (live progress), **show me some "
-    "markdown**, or **simulate a failure**. Set OPENAI_API_KEY or OPENAI_BASE_URL for a "
+    "I am the offline demo model. Try `what is 12 * (3 + 4)?` or `what time is it in "
+    "Tokyo?` (tools), `email the team that the demo works` (an approval), `book a table` (a "
+    "form you fill in), `tell me a long story` (Stop it, or reload mid-answer), `think: is "
+    "221 prime?` (reasoning), `count the primes below 300000` (live progress), `show me "
+    "some markdown`, or `simulate a failure`. Set OPENAI_API_KEY or OPENAI_BASE_URL for a "
     "real model."
 )
 

@@ -16,13 +16,22 @@ pytestmark = [pytest.mark.slow]
 TIMEOUT = 20_000
 
 
-def open_chat(browser: Any, server: DaphneServer) -> tuple[Any, Any]:
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
+def open_chat(
+    browser: Any,
+    server: DaphneServer,
+    *,
+    viewport: tuple[int, int] = (1200, 800),
+    init_script: str | None = None,
+) -> tuple[Any, Any]:
+    """A fresh browser profile on the chat page; ``page.errors`` collects page errors."""
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.errors = errors
+    if init_script is not None:
+        page.add_init_script(init_script)
     page.goto(server.url + "/")
     page.wait_for_selector("#agent option[value=slow]", state="attached")
     return context, page
