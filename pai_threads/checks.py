@@ -24,6 +24,7 @@ __all__ = [
     "HINTS",
     "check_agents",
     "check_celery",
+    "check_database",
     "check_http",
     "check_pai_settings",
     "check_realtime",
@@ -66,6 +67,7 @@ HINTS: dict[str, str] = {
         "PAI's websocket application authenticates connections with Channels' "
         "AuthMiddlewareStack, which needs both apps."
     ),
+    "pai.E019": "Set USE_TZ = True (Django's default since 5.0).",
     "pai.W001": (
         "Runs execute in worker processes; browsers connected to the web process only see "
         "them through channels_redis and the Redis replay buffer (set REDIS_URL)."
@@ -83,6 +85,10 @@ HINTS: dict[str, str] = {
     "pai.W009": (
         "Events of runs on workers never reach this process's buffer, so websocket clients "
         "miss them on resume: set REDIS_URL or PAI['REALTIME_BUFFER'] = 'redis'."
+    ),
+    "pai.W010": (
+        'DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20, '
+        '"init_command": "PRAGMA journal_mode=WAL;"} (what the demo uses).'
     ),
 }
 
@@ -384,6 +390,29 @@ def _check_urls() -> list[CheckMessage]:
         except TemplateDoesNotExist:
             text = f"ChatView is mounted but its template {ChatView.template_name!r} is not found"
             messages.append(_msg("pai.W006", text))
+    return messages
+
+
+# --------------------------------------------------------------------------- database
+
+
+@register("pai")
+def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Timestamps are aware; runs write from background threads (or other processes)."""
+    messages: list[CheckMessage] = []
+    if not settings.USE_TZ:
+        text = "USE_TZ is False: PAI stores timezone-aware timestamps, which the database refuses"
+        messages.append(_msg("pai.E019", text))
+    default = settings.DATABASES.get("default", {})
+    options = default.get("OPTIONS") or {}
+    if default.get("ENGINE") == "django.db.backends.sqlite3" and (
+        str(options.get("transaction_mode", "")).upper() != "IMMEDIATE"
+    ):
+        text = (
+            "SQLite without transaction_mode IMMEDIATE: a run writing while a request writes "
+            "can fail with 'database is locked'"
+        )
+        messages.append(_msg("pai.W010", text))
     return messages
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,17 @@ def without_session_middleware(
     settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if m != session]
 
 
+def sqlite_with_django_defaults(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """startproject's SQLite entry; only the check reads it (connections keep theirs)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Overriding setting DATABASES ..."
+        settings.DATABASES = {
+            "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "db")}
+        }
+
+
 AUTH_APPS = ("django.contrib.admin", "django.contrib.auth", "django.contrib.contenttypes")
 
 # id -> (what is missing or wrong, how to configure it, ids allowed to come along)
@@ -188,6 +200,7 @@ CASES: dict[str, tuple[str, Configure, set[str]]] = {
         set(),
     ),
     "pai.E018": ("no auth apps (websocket auth)", remove_apps(*AUTH_APPS), set()),
+    "pai.E019": ("USE_TZ off", set_setting("USE_TZ", False), set()),
     "pai.W001": (
         "the Celery executor with the in-memory layer",
         set_pai(EXECUTOR="celery", REALTIME_BUFFER="redis", REALTIME_REDIS_URL="redis://x"),
@@ -199,6 +212,7 @@ CASES: dict[str, tuple[str, Configure, set[str]]] = {
     "pai.W005": ("no staticfiles", remove_apps("django.contrib.staticfiles"), set()),
     "pai.W006": ("a chat page without the app template loader", no_template_loader, set()),
     "pai.W007": ("a URLconf without the API", urlconf_without_api, set()),
+    "pai.W010": ("SQLite without IMMEDIATE transactions", sqlite_with_django_defaults, set()),
     "pai.W008": ("a misspelt PAI key", set_pai(EXECUTER="celery"), set()),
     "pai.W009": (
         "the Celery executor with the in-memory buffer",
