@@ -65,6 +65,10 @@ OVERFLOW = """() => {
 }"""
 
 
+def name_of(size: tuple[int, int]) -> str:
+    return "desktop" if size == DESKTOP else "phone"
+
+
 def demo_chat(browser: Any, server: DaphneServer, size: tuple[int, int] = DESKTOP) -> Any:
     context, page = open_chat(browser, server, viewport=size, init_script=OBSERVER)
     # The demo agent is the first (default) one; on a phone the picker sits in the drawer.
@@ -123,7 +127,7 @@ def test_long_tokens_urls_and_code_stay_inside_their_bubbles(
     """A long unbroken token, a long URL and a wide code block, from the user and from the
     model, wrap or scroll inside their bubble; so does a streaming answer, and the composer
     with its Stop button stays on screen (Stop then cancels the run, marked as such)."""
-    name = "desktop" if size == DESKTOP else "phone"
+    name = name_of(size)
     context, page = demo_chat(browser, server, size)
     assert_no_overflow(page)
     shot(page, f"demo-{name}-01-empty")
@@ -204,14 +208,17 @@ def test_phone_reaches_the_thread_list_and_new_chat(
     context.close()
 
 
-def test_approval_tool_approved_then_denied(browser: Any, server: DaphneServer, shot: Any) -> None:
+@pytest.mark.parametrize("size", SIZES)
+def test_approval_tool_approved_then_denied(
+    browser: Any, server: DaphneServer, shot: Any, size: tuple[int, int]
+) -> None:
     """``send_email`` waits for a person: Approve runs it, Deny does not."""
-    context, page = demo_chat(browser, server)
+    context, page = demo_chat(browser, server, size)
     ask(page, "email the team that the demo works", status="waiting")
     card = page.locator(".tool[data-tool-name=send_email]").last
     card.locator(".approve").wait_for()
     assert card.locator(".tool-state").inner_text() == "needs approval"
-    shot(page, "demo-desktop-07-approval")
+    shot(page, f"demo-{name_of(size)}-07-approval")
     card.locator(".approve").click()
     page.wait_for_selector("#run-status[data-status=completed]", timeout=LONG)
     assert last_answer(page) == "Sent “email the team that the demo works” to team@example.com."
@@ -224,18 +231,20 @@ def test_approval_tool_approved_then_denied(browser: Any, server: DaphneServer, 
     assert last_answer(page) == "Understood: I did not run send_email, you denied it."
     assert page.locator(".tool[data-tool-name=send_email].state-output-denied").count() == 1
     assert page.locator(".tool .approve").count() == 0
-    shot(page, "demo-desktop-08-approved-and-denied")
+    shot(page, f"demo-{name_of(size)}-08-approved-and-denied")
+    assert_no_overflow(page)
     assert page.errors == []
     context.close()
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_client_tool_answered_through_a_form_built_from_its_schema(
-    browser: Any, server: DaphneServer, shot: Any
+    browser: Any, server: DaphneServer, shot: Any, size: tuple[int, int]
 ) -> None:
     """``ask_reservation`` has no server side: the page builds a form from its output schema
     (native inputs, so the browser checks required fields and bounds) and answers the
     pending action with ``{"output": ...}``, typed as the schema says."""
-    context, page = demo_chat(browser, server)
+    context, page = demo_chat(browser, server, size)
     ask(page, "book a table for dinner", status="waiting")
     card = page.locator(".tool[data-tool-name=ask_reservation]")
     form = card.locator("form.schema-form")
@@ -260,7 +269,7 @@ def test_client_tool_answered_through_a_form_built_from_its_schema(
     form.get_by_label("Day").fill("2030-05-17")
     seating.select_option(label="terrace")
     form.get_by_label("High chair needed").check()
-    shot(page, "demo-desktop-09-client-form")
+    shot(page, f"demo-{name_of(size)}-09-client-form")
     form.locator(".submit-answer").click()
     page.wait_for_selector("#run-status[data-status=completed]", timeout=LONG)
     assert last_answer(page) == (
@@ -275,7 +284,8 @@ def test_client_tool_answered_through_a_form_built_from_its_schema(
         "high_chair": True,
     }
     assert page.locator("form.schema-form").count() == 0
-    shot(page, "demo-desktop-10-client-answered")
+    shot(page, f"demo-{name_of(size)}-10-client-answered")
+    assert_no_overflow(page)
     assert page.errors == []
     context.close()
 
@@ -296,13 +306,14 @@ def test_client_tool_without_an_output_schema_gets_a_free_answer(
     context.close()
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_reload_mid_stream_resumes_and_screen_readers_hear_it_once(
-    browser: Any, server: DaphneServer, shot: Any
+    browser: Any, server: DaphneServer, shot: Any, size: tuple[int, int]
 ) -> None:
     """A reload during the slow story rebuilds the open answer and streams on to the end,
     with no duplicate. The streaming message is aria-busy and outside every live region;
     the announcer speaks the answer once it has settled."""
-    context, page = demo_chat(browser, server)
+    context, page = demo_chat(browser, server, size)
     assert page.get_by_label("Message", exact=True).get_attribute("id") == "input"
     run_id = start(page, "tell me a long story")
     thread_id_of(page)
@@ -317,7 +328,7 @@ def test_reload_mid_stream_resumes_and_screen_readers_hear_it_once(
 
     page.reload()
     page.wait_for_selector("#connection[data-status=open]")
-    shot(page, "demo-desktop-11-resumed")
+    shot(page, f"demo-{name_of(size)}-11-resumed")
     settle(page, run_id)
     assert page.evaluate("window.__seen.streaming"), "the reloaded page streamed the rest"
     final = last_answer(page)
@@ -330,14 +341,16 @@ def test_reload_mid_stream_resumes_and_screen_readers_hear_it_once(
     page.reload()
     page.wait_for_selector("#connection[data-status=open]")
     assert last_answer(page) == final, "what streamed is what was stored"
+    assert_no_overflow(page)
     assert page.errors == []
     context.close()
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_reasoning_is_shown_and_collapses_once_done(
-    browser: Any, server: DaphneServer, shot: Any
+    browser: Any, server: DaphneServer, shot: Any, size: tuple[int, int]
 ) -> None:
-    context, page = demo_chat(browser, server)
+    context, page = demo_chat(browser, server, size)
     ask(page, "think: is 221 prime?")
     assert page.evaluate("window.__seen.reasoning"), "the reasoning was open while it streamed"
     reasoning = page.locator("details.reasoning")
@@ -346,25 +359,27 @@ def test_reasoning_is_shown_and_collapses_once_done(
     assert last_answer(page) == "221 is not prime: 221 = 13 * 17."
     reasoning.locator("summary").click()
     assert "13 divides it" in reasoning.inner_text()
-    shot(page, "demo-desktop-12-reasoning")
+    shot(page, f"demo-{name_of(size)}-12-reasoning")
 
     ask(page, "what is 2+2?")  # the page re-renders; the reader's toggle stays
     assert last_answer(page) == "2+2 = 4"
     assert page.locator("details.reasoning").get_attribute("open") is not None
+    assert_no_overflow(page)
     assert page.errors == []
     context.close()
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_tool_progress_is_live_before_the_result(
-    browser: Any, server: DaphneServer, shot: Any
+    browser: Any, server: DaphneServer, shot: Any, size: tuple[int, int]
 ) -> None:
     """``count_primes`` writes durable progress and a transient preliminary count: both
     show on its card while it runs; the result replaces the preliminary count."""
-    context, page = demo_chat(browser, server)
+    context, page = demo_chat(browser, server, size)
     run_id = start(page, "count the primes below 300000")
     card = page.locator(".tool[data-tool-name=count_primes]")
     card.locator(".tool-progress progress").wait_for()
-    shot(page, "demo-desktop-13-progress-live")
+    shot(page, f"demo-{name_of(size)}-13-progress-live")
     settle(page, run_id)
     looks = page.evaluate("window.__seen.primes")
     running = [
@@ -382,15 +397,17 @@ def test_tool_progress_is_live_before_the_result(
         "largest": 299993,
     }
     assert last_answer(page) == "There are 25,997 primes up to 300,000; the largest is 299,993."
-    shot(page, "demo-desktop-14-progress-done")
+    shot(page, f"demo-{name_of(size)}-14-progress-done")
+    assert_no_overflow(page)
     assert page.errors == []
     context.close()
 
 
+@pytest.mark.parametrize("size", SIZES)
 def test_failed_run_is_marked_with_its_public_error(
-    browser: Any, server: DaphneServer, shot: Any
+    browser: Any, server: DaphneServer, shot: Any, size: tuple[int, int]
 ) -> None:
-    context, page = demo_chat(browser, server)
+    context, page = demo_chat(browser, server, size)
     run_id = ask(page, "simulate a failure", status="failed")
     notice = page.locator(f".run-notice[data-run-id='{run_id}'][data-status=failed]")
     notice.wait_for()
@@ -399,10 +416,11 @@ def test_failed_run_is_marked_with_its_public_error(
     assert "simulated provider outage" not in page.content(), "the private error stays private"
     assert page.locator("article.message.assistant.run-failed").count() == 1
     page.wait_for_function(f"() => {ANNOUNCED}.includes('Run failed')")
-    shot(page, "demo-desktop-15-failed")
+    shot(page, f"demo-{name_of(size)}-15-failed")
 
     page.reload()
     page.wait_for_selector("#connection[data-status=open]")
     page.locator(f".run-notice[data-run-id='{run_id}'][data-status=failed]").wait_for()
+    assert_no_overflow(page)
     assert page.errors == []
     context.close()
