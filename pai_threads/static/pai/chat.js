@@ -18,7 +18,7 @@ let conn = null;
 let threads = [];
 let titledAgents = new Set(); // agents whose threads get automatic titles (threadTitles)
 let toolsByAgent = new Map(); // agent name -> Map(tool name -> manifest, with its schemas)
-const rendered = new Map(); // message id -> {key, node}: unchanged messages keep their node
+const rendered = new Map(); // message id -> {meta, message, node}: unchanged ones keep their node
 const drafts = new Map(); // pending action id -> a client tool form's raw input
 const reasoningOpen = new Map(); // "messageId:partIndex" -> a reader's own toggle
 let announced = null; // ids already announced to screen readers (null: not yet synced)
@@ -166,6 +166,14 @@ function reconcile(parent, nodes) {
   }
 }
 
+/** Whether a message's node still shows it (the same object, or equal content). */
+function unchanged(cached, message, meta) {
+  if (!cached || cached.meta !== meta) return false;
+  if (cached.message === message) return true;
+  cached.json ??= JSON.stringify(cached.message);
+  return cached.json === JSON.stringify(message);
+}
+
 function renderMessages(state, busy) {
   const runs = new Map(state.runs.map((run) => [run.id, run]));
   const lastOfRun = new Map();
@@ -180,14 +188,15 @@ function renderMessages(state, busy) {
     const pending = message.parts.map((part) => conn.getPendingAction(message, part)?.id ?? null);
     // A message is rebuilt only when what it shows changed: streaming ones on every chunk,
     // the rest stay as they are (a half-filled client tool form keeps its input and focus).
-    const key = JSON.stringify([message, pending, run?.status, showTools, Boolean(agentTools)]);
+    const meta = JSON.stringify([pending, run?.status, showTools, Boolean(agentTools)]);
     // A failed or cancelled run is marked under its last message: inside the answer, or
     // on its own when the run ended before answering.
     const ended = run && ENDED.has(run.status) && lastOfRun.get(run.id) === index ? run : null;
     const inside = ended && message.role === "assistant" ? ended : null;
     const cached = rendered.get(message.id);
-    const node = cached?.key === key ? cached.node : bubble(message, run, { showTools, agentTools, notice: inside });
-    keep.set(message.id, { key, node });
+    const same = unchanged(cached, message, meta);
+    const node = same ? cached.node : bubble(message, run, { showTools, agentTools, notice: inside });
+    keep.set(message.id, { meta, message, node, json: same ? cached.json : undefined });
     nodes.push(node);
     if (ended && !inside) {
       const noticeKey = `notice:${run.id}`;

@@ -157,7 +157,6 @@ export function readDraft(form) {
 export function schemaForm(schema, { onSubmit, onDecline, draft = {}, onDraft, submitLabel = "Send answer" }) {
   const form = document.createElement("form");
   form.className = "schema-form";
-  form.noValidate = false;
   const fields = schemaFields(schema);
   const uid = Math.random().toString(36).slice(2, 8);
   for (const field of fields ?? [{ name: "answer", label: "Your answer", kind: "string", schema: { maxLength: 10000 }, required: true, description: "" }]) {
