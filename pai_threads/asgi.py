@@ -60,12 +60,18 @@ def start_background_services() -> None:
 
 def get_application(http: ASGIApp | None = None) -> ASGIApp:
     """The whole site: ``http`` (default: Django's handler, plus static files in ``DEBUG``)
-    and PAI's websockets; starts the background services."""
+    and PAI's websockets; starts the background services, and under daphne leaves request
+    bodies to Django (:func:`pai_threads.api.daphne_bodies.defer_body_parsing_to_django`)."""
     from django.core.asgi import get_asgi_application
 
     django_app = get_asgi_application()  # sets Django up before anything imports models
     from channels.routing import ProtocolTypeRouter
 
+    from pai_threads.api.daphne_bodies import defer_body_parsing_to_django
+
+    # Before daphne accepts connections: malformed uploads reach the API's typed errors
+    # instead of Twisted's bare 400.
+    defer_body_parsing_to_django()
     start_background_services()
     return ProtocolTypeRouter(
         {"http": http or _http_application(django_app), "websocket": websocket_application()}
