@@ -73,8 +73,9 @@ async def test_runserver_serves_client_websocket_and_admin(
     adopted: Adopted, blocks: dict[str, str], tmp_path: Path, say: Say
 ) -> None:
     """Under ``manage.py runserver`` (daphne first in INSTALLED_APPS): the static client,
-    the chat page, offline API docs, a websocket that gets a snapshot and then the streamed
-    answer to a message sent over HTTP, and the admin index listing PAI's models."""
+    the chat page, offline API docs, typed errors for a malformed upload, a websocket that
+    gets a snapshot and then the streamed answer to a message sent over HTTP, and the admin
+    index listing PAI's models."""
     project = adopted.project
     project.manage(
         "createsuperuser",
@@ -92,6 +93,7 @@ async def test_runserver_serves_client_websocket_and_admin(
         assert "ASGI/Daphne" in site.log_text(), site.log_text()
         async with Browser(site) as browser:
             await static_files_and_pages(browser.http)
+            await malformed_upload_gets_a_typed_error(browser)
             say(f"django{adopted.line}: websocket snapshot, then the answer streamed")
             text, run = await websocket_answer(browser, question)
             await admin_index(site.url)
@@ -115,6 +117,18 @@ async def static_files_and_pages(http: httpx.AsyncClient) -> None:
     assert local, f"the API docs load Swagger UI from elsewhere:\n{docs.text}"
     for asset in local:
         assert (await http.get(asset)).status_code == 200, asset
+
+
+async def malformed_upload_gets_a_typed_error(browser: Browser) -> None:
+    """pai_threads.asgi leaves bodies to Django under daphne: a multipart body without a
+    boundary gets the API's JSON error, not Twisted's bare 400."""
+    response = await browser.http.post(
+        "/api/pai/runs/run_missing/cancel",
+        content=b"x",
+        headers={"Content-Type": "multipart/form-data", "X-CSRFToken": browser.csrf},
+    )
+    assert 400 <= response.status_code < 500, response.text
+    assert set(response.json()["error"]) >= {"code", "message"}, response.text
 
 
 async def websocket_answer(browser: Browser, question: str) -> tuple[str, dict[str, Any]]:
