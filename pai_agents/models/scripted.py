@@ -18,7 +18,13 @@ from pai_agents._callables import call_user
 from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.models.base import ModelRequest, StepStreamPart, Usage
 
-__all__ = ["ScriptExhausted", "ScriptedModel", "ScriptedStep", "ScriptedToolCall"]
+__all__ = [
+    "ScriptExhausted",
+    "ScriptedModel",
+    "ScriptedStep",
+    "ScriptedToolCall",
+    "last_user_text",
+]
 
 _ids = itertools.count(1)
 
@@ -167,6 +173,16 @@ class ScriptedModel:
             "totalTokens": input_tokens + output_tokens,
         }
         yield {"type": "finish", "finishReason": finish, "usage": usage}
+
+
+def last_user_text(request: ModelRequest) -> str:
+    """The text of the latest user message: what a scripted ``respond`` usually decides from."""
+    for message in reversed(request.messages):
+        if message["role"] == "user":
+            return " ".join(
+                p.get("text", "") for p in message["content"] if p.get("type") == "text"
+            )
+    return ""
 
 
 def _call_flags(call: ScriptedToolCall) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from pai_agents import ModelRequest, ScriptedModel, ScriptedStep, ScriptedToolCall
+from pai_agents.models.scripted import last_user_text
 
 __all__ = ["MARKDOWN_SAMPLE", "STORY", "decide", "last_user_text", "offline_model", "offline_title"]
 
@@ -89,16 +90,6 @@ _HELP = (
     "some markdown`, or `simulate a failure`. Set OPENAI_API_KEY or OPENAI_BASE_URL for a "
     "real model."
 )
-
-
-def last_user_text(request: ModelRequest) -> str:
-    """The text of the latest user message (what the offline policies decide from)."""
-    for message in reversed(request.messages):
-        if message["role"] == "user":
-            return " ".join(
-                p.get("text", "") for p in message["content"] if p.get("type") == "text"
-            )
-    return ""
 
 
 def _number(text: str, default: int) -> int:

@@ -20,6 +20,7 @@ from pai_agents import (
     define_agent,
     tool,
 )
+from pai_agents.models.scripted import last_user_text
 
 __all__ = ["ANSWER_FILLER", "slow", "toolbox"]
 
@@ -30,22 +31,13 @@ ANSWER_FILLER = (
 )
 
 
-def _last_user_text(request: ModelRequest) -> str:
-    for message in reversed(request.messages):
-        if message["role"] == "user":
-            return " ".join(
-                p.get("text", "") for p in message["content"] if p.get("type") == "text"
-            )
-    return ""
-
-
 def slow_answer(text: str) -> str:
     repeat = 3 if "long" in text else 1
     return f"You said: {text}. " + " ".join([ANSWER_FILLER] * repeat)
 
 
 def _slow(request: ModelRequest) -> ScriptedStep:
-    text = _last_user_text(request)
+    text = last_user_text(request)
     return ScriptedStep(
         reasoning=f"The user wrote {len(text)} characters.",
         text=slow_answer(text),
@@ -100,12 +92,12 @@ def _toolbox(request: ModelRequest) -> ScriptedStep:
     last: dict[str, Any] = request.messages[-1] if request.messages else {"role": "user"}
     if last["role"] == "tool":
         return ScriptedStep(text="All tools have reported back.", delay=DELAY / 4)
-    if "approval" in _last_user_text(request):
+    if "approval" in last_user_text(request):
         return ScriptedStep(
             text="This needs your approval.",
             tool_calls=[ScriptedToolCall(name="transfer", input={"amount": 42})],
         )
-    if "ask" in _last_user_text(request):
+    if "ask" in last_user_text(request):
         return ScriptedStep(
             text="I need to ask you something.",
             tool_calls=[ScriptedToolCall(name="ask_user", input={"question": "Which one?"})],
