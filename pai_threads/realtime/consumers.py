@@ -9,7 +9,7 @@ Client frames are commands (:mod:`.commands`). Anything a client sends is answer
 fatal: a bad frame gets the typed error frame (:mod:`.frames`) and changes nothing else.
 Channel-layer faults are not fatal either (:mod:`.link`): receives are retried, the group
 membership is refreshed on every watchdog tick, and after an outage the client gets a
-fresh snapshot. Nothing here closes a socket with 1011 unless the server itself is broken.
+fresh snapshot. Only an unhandled bug ends a socket with 1011 (Channels does that).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pai_threads.realtime.frames import (
     unavailable_frame,
 )
 from pai_threads.realtime.identity import resolve_scope_identity
-from pai_threads.realtime.link import LayerLink, Outage
+from pai_threads.realtime.link import LayerLink, Outage, retry_transport
 from pai_threads.realtime.notify import MESSAGE_TYPE, group_name, register_subscriber_loop
 from pai_threads.realtime.projections import build_snapshot
 from pai_threads.realtime.sync import Cursor, FoldGuard, Resync, open_frames
@@ -52,8 +52,12 @@ logger = logging.getLogger("pai.realtime")
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
-CLOSE_SERVER_ERROR = 1011  # the server is misconfigured: no channel layer
-CLOSE_TRY_AGAIN_LATER = 1013  # a dependency (the channel layer) is down at connect
+# Applications may only close with 1000 or 3000-4999 (autobahn refuses 1011 and 1013):
+CLOSE_SERVER_ERROR = 4500  # the server is misconfigured: no channel layer
+CLOSE_UNAVAILABLE = 4503  # a dependency (the channel layer) is down at connect: retry
+
+# A reset pooled connection (Redis just restarted) fails one call: retry before refusing.
+CONNECT_ATTEMPTS = 4
 
 Frame = dict[str, Any]
 
@@ -113,20 +117,22 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             return
         register_subscriber_loop()
         try:
-            await self.link.join()
-            async with self._lock:
-                self._joined = True
-                await self._catch_up_client(_since(self.scope))
+            await retry_transport(self._subscribe, attempts=CONNECT_ATTEMPTS)
         except Exception as exc:
-            logger.warning(
-                "refused a client of thread %s: %s: %s", self.thread_id, type(exc).__name__, exc
-            )
+            Outage(f"connecting a client of thread {self.thread_id}").failed(exc)
             await self.link.leave()
             self._joined = False
             await self.send_json(unavailable_frame())
-            await self.close(code=CLOSE_TRY_AGAIN_LATER)
+            await self.close(code=CLOSE_UNAVAILABLE)
             return
         self._watchdog = asyncio.create_task(self._watch())
+
+    async def _subscribe(self) -> None:
+        assert self.link is not None
+        await self.link.join()
+        async with self._lock:
+            self._joined = True
+            await self._catch_up_client(_since(self.scope))
 
     async def disconnect(self, code: int) -> None:
         if self._watchdog is not None:

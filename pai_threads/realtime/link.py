@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
-__all__ = ["LayerLink", "Outage"]
+__all__ = ["LayerLink", "Outage", "is_transport_error", "retry_transport"]
 
 logger = logging.getLogger("pai.realtime")
+
+T = TypeVar("T")
 
 _BACKOFF_FIRST = 0.05
 _BACKOFF_CAP = 2.0
@@ -45,6 +48,31 @@ def _read_timeout(exc: BaseException) -> None:
         )
 
 
+def is_transport_error(exc: BaseException) -> bool:
+    """A fault of the connection to a service (Redis), not a bug: worth a warning and a
+    retry, not a traceback. redis-py's ConnectionError and TimeoutError are not OSErrors."""
+    if isinstance(exc, OSError | TimeoutError):
+        return True
+    return any(
+        cls.__module__.startswith("redis") and cls.__name__ in ("ConnectionError", "TimeoutError")
+        for cls in type(exc).__mro__
+    )
+
+
+async def retry_transport(call: Callable[[], Awaitable[T]], *, attempts: int) -> T:
+    """``call()``, retried with backoff while it fails with a transport error."""
+    delay = _BACKOFF_FIRST
+    for _ in range(attempts - 1):
+        try:
+            return await call()
+        except Exception as exc:
+            if not is_transport_error(exc):
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, _BACKOFF_CAP)
+    return await call()
+
+
 class Outage:
     """Whether a dependency is failing, logging the transitions (not every failure)."""
 
@@ -53,9 +81,13 @@ class Outage:
         self.failing = False
 
     def failed(self, exc: BaseException) -> None:
-        if not self.failing:
-            self.failing = True
+        """A failure: a transport fault is logged once per streak, anything else (a bug)
+        every time with its traceback."""
+        if not is_transport_error(exc):
+            logger.error("%s failed", self.what, exc_info=exc)
+        elif not self.failing:
             logger.warning("%s failed, retrying: %s: %s", self.what, type(exc).__name__, exc)
+        self.failing = True
 
     def recovered(self) -> bool:
         """True (once) when a failure streak ends."""

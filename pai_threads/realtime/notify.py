@@ -101,5 +101,5 @@ async def _fan_out(batch: list[tuple[Any, str, dict[str, Any]]]) -> None:
     for layer, group, message in batch:
         try:
             await layer.group_send(group, message)
-        except Exception:
-            logger.exception("realtime fan-out to %s failed", group)
+        except Exception as exc:  # subscribers refill numbered events from the buffer
+            logger.warning("realtime fan-out to %s failed: %s: %s", group, type(exc).__name__, exc)

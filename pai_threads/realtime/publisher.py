@@ -29,6 +29,7 @@ from pai_threads.db import run_db
 from pai_threads.models import Message, Run
 from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
 from pai_threads.realtime.conf import realtime_setting
+from pai_threads.realtime.link import Outage
 from pai_threads.realtime.notify import notify
 from pai_threads.realtime.projections import message_public, run_public, side_state_events
 from pai_threads.run_facts import RunFacts
@@ -46,14 +47,27 @@ def _is_delta(event: RunEvent) -> bool:
     )
 
 
+# Redis down: one warning when publishing starts failing, one when it works again.
+_outage = Outage("realtime publishing")
+
+
 async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
-    """Number, buffer and fan out ``events`` now; returns them with their ``seq``."""
+    """Number, buffer and fan out ``events`` now; returns them with their ``seq``.
+
+    A buffer that cannot be reached drops the events (the database has what matters, and
+    subscribers resynchronise after the outage); a failed fan-out loses nothing, since
+    subscribers refill numbered events from the buffer."""
     try:
         numbered = await get_buffer().append(thread_id, events)
-        await notify(thread_id, numbered)
-    except Exception:
-        logger.exception("realtime publish failed for thread %s", thread_id)
+    except Exception as exc:
+        _outage.failed(exc)
         return []
+    try:
+        await notify(thread_id, numbered)
+    except Exception as exc:
+        _outage.failed(exc)
+        return numbered
+    _outage.recovered()
     return numbered
 
 
