@@ -277,3 +277,22 @@ def celery_broker(app: Any, broker_url: str) -> Iterator[None]:
     finally:
         reset_pools()
         app.conf.broker_url = previous
+
+
+class SweeperProcess(CeleryWorker):
+    """``manage.py pai_recover --loop SECONDS``: the sweeper daemon, managed like a worker
+    (own session, log file, SIGTERM then SIGKILL); ready once it logs its first line."""
+
+    READY_MARKER = "sweeping every"
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        interval: float = 1.0,
+        log_path: Path | None = None,
+        cwd: Path = REPO_ROOT,
+    ) -> None:
+        super().__init__(env=env, log_path=log_path, cwd=cwd)
+        self.name = "sweeper"
+        self.argv = [sys.executable, "manage.py", "pai_recover", "--loop", f"{interval:g}"]
