@@ -16,21 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from pai_threads.models import Run
-from tests.support.faults import (
-    FaultStack,
-    assert_executed_once,
-    assert_new_work_on_every_worker,
-    assert_watchers_match_store,
-    fault_stack,
-    run_of,
-    start_wave,
-    wait_all_terminal,
-    wait_started,
-    wait_streaming,
-)
+from pai_threads.models import Message, Run, Step
+from tests.support.durable_harness import TERMINAL, assert_transcript_integrity
+from tests.support.faults import FaultStack, ThreadWatcher, fault_stack, without_times
+from tests.support.workers import CeleryWorker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.redis]
 
@@ -43,6 +35,94 @@ DATABASE_ERRORS = frozenset({"OperationalError", "InterfaceError"})
 def stack(tmp_path: Path, django_db_blocker: Any) -> Iterator[FaultStack]:
     with django_db_blocker.unblock(), fault_stack(tmp_path, lease_seconds=LEASE_SECONDS) as built:
         yield built
+
+
+def run_of(response: httpx.Response) -> str:
+    """The run id of a send the API accepted (202)."""
+    assert response.status_code == 202, response.text
+    return str(response.json()["run"]["id"])
+
+
+def start_wave(stack: FaultStack, texts: list[str]) -> tuple[list[str], list[str]]:
+    """A thread per text, each with a websocket watcher, then the sends: (threads, runs)."""
+    threads = [stack.watched_thread() for _ in texts]
+    runs = [run_of(stack.api.send(t, text)) for t, text in zip(threads, texts, strict=True)]
+    return threads, runs
+
+
+def wait_streaming(stack: FaultStack, run_ids: list[str]) -> None:
+    """Until every run is executing past its first checkpoint (or inside its tool call)."""
+
+    def probe() -> bool:
+        return all(
+            Message.objects.filter(run_id=run_id, role="assistant").exists() for run_id in run_ids
+        )
+
+    stack.wait_until(probe, timeout=30, what="every run to stream its answer")
+
+
+def wait_started(stack: FaultStack, run_id: str, *, within: float) -> None:
+    """Until ``run_id`` is claimed by a worker (running, or already done)."""
+
+    def probe() -> bool:
+        return Run.objects.get(pk=run_id).status != Run.Status.QUEUED
+
+    stack.wait_until(probe, timeout=within, what=f"run {run_id} to start")
+
+
+def wait_all_terminal(stack: FaultStack, run_ids: list[str], *, timeout: float) -> list[Run]:
+    def probe() -> list[Run] | None:
+        runs = list(Run.objects.filter(pk__in=run_ids))
+        return runs if all(run.status in TERMINAL for run in runs) else None
+
+    def states() -> str:
+        return ", ".join(f"{r.id} {r.status}" for r in Run.objects.filter(pk__in=run_ids))
+
+    try:
+        return stack.wait_until(probe, timeout=timeout, what="every run to end")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nruns: {states()}") from None
+
+
+def assert_executed_once(runs: list[Run]) -> None:
+    """No duplicate: one message per step and per id, nothing left open, a Step row per
+    completed step (re-executing a step replaces its message, never adds one)."""
+    for thread_id in {run.thread_id for run in runs}:
+        assert_transcript_integrity(thread_id)
+    for run in runs:
+        steps = sorted(Step.objects.filter(run=run).values_list("index", flat=True))
+        if run.status == Run.Status.COMPLETED:
+            assert steps == list(range(run.step_count)), (run.id, steps, run.step_count)
+
+
+def assert_new_work_on_every_worker(stack: FaultStack) -> None:
+    """More runs at once than one worker takes (its concurrency): every worker executes some."""
+    count = stack.concurrency * len(stack.workers) - 1
+    _threads, runs = start_wave(stack, ["stream 1"] * count)
+    for run in wait_all_terminal(stack, runs, timeout=60):
+        assert run.status == Run.Status.COMPLETED, (run.id, run.status, run.error)
+    for worker in stack.workers:
+
+        def executed(worker: CeleryWorker = worker) -> bool:
+            return any(run_id in worker.log_text() for run_id in runs)
+
+        stack.wait_until(executed, timeout=10, what=f"{worker.name} to execute a new run")
+
+
+def assert_watchers_match_store(stack: FaultStack) -> None:
+    """Every websocket client ends with exactly the stored messages of its thread."""
+    for watcher in stack.watchers:
+        stored = without_times(stack.api.messages(watcher.thread_id))
+
+        def caught_up(watcher: ThreadWatcher = watcher, stored: Any = stored) -> bool:
+            return bool(watcher.transcript() == stored)
+
+        stack.wait_until(
+            caught_up,
+            timeout=20,
+            what=f"the websocket client of {watcher.thread_id} to show the stored messages "
+            f"(closes: {watcher.closes[-5:]}, stray chunks: {len(watcher.stray_chunks)})",
+        )
 
 
 def _outage_starts(stack: FaultStack, service: str, effects: Path) -> tuple[list[str], float]:
