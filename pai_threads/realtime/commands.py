@@ -27,7 +27,7 @@ from pai_threads.realtime.frames import error_frame, request_id_of, unavailable_
 from pai_threads.realtime.heads import rename_thread
 from pai_threads.realtime.projections import (
     message_public,
-    queue_public,
+    queue_item_public,
     run_public,
     side_state_events,
     thread_public,
@@ -92,7 +92,7 @@ def _send(identity: Identity, thread_id: str, frame: Frame) -> Frame:
         reply["run"] = run_public(result.run)
         events.append(run_status(reply["run"]))
     if result.queue_item is not None:
-        reply["queued"] = queue_public(thread_id)["items"]
+        reply["queued"] = queue_item_public(result.queue_item)  # as over HTTP
     if result.created:
         publish_sync(thread_id, [*events, *side_state_events(thread_id)])
     return reply

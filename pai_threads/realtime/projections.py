@@ -26,6 +26,7 @@ __all__ = [
     "actions_public",
     "build_snapshot",
     "message_public",
+    "queue_item_public",
     "queue_public",
     "run_public",
     "side_state_events",
@@ -47,15 +48,14 @@ def message_public(message: Message) -> dict[str, Any]:
     return message_out(message)
 
 
+def queue_item_public(item: QueueItem) -> dict[str, Any]:
+    return QueueItemOut.model_validate(queue_item_out(item)).model_dump(by_alias=True, mode="json")
+
+
 def queue_public(thread_id: str) -> dict[str, Any]:
     """Queued inputs (MF-035): each item carries complete projected user messages."""
     items = QueueItem.objects.filter(thread_id=thread_id, status=QueueItem.Status.QUEUED)
-    return {
-        "items": [
-            QueueItemOut.model_validate(queue_item_out(item)).model_dump(by_alias=True, mode="json")
-            for item in items.order_by("created_at", "id")
-        ]
-    }
+    return {"items": [queue_item_public(item) for item in items.order_by("created_at", "id")]}
 
 
 def actions_public(thread_id: str) -> list[dict[str, Any]]:

@@ -182,8 +182,8 @@ def _check_frame(frame: dict[str, Any], created: set[str]) -> None:
         if frame["command"] == "send" and frame.get("created"):
             if frame.get("message"):
                 created.add(frame["message"]["id"])
-            for item in frame.get("queued") or ():
-                created.add(item["message"]["id"])
+            for message in (frame.get("queued") or {}).get("messages", ()):
+                created.add(message["id"])
 
 
 def _settled_user_ids(thread_id: str, timeout: float = 20.0) -> set[str]:
