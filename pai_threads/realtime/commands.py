@@ -9,12 +9,11 @@ service does not exist in this version answer ``unsupported`` rather than preten
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.db import DataError, InterfaceError, OperationalError, transaction
+from django.db import transaction
 
 from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, PaiError
@@ -23,7 +22,7 @@ from pai_threads.models import Message, PendingAction, Run, Thread
 from pai_threads.pending_actions import answered_message
 from pai_threads.queueing import lock_thread
 from pai_threads.realtime.announce import message_committed, run_status
-from pai_threads.realtime.frames import error_frame, request_id_of, unavailable_frame
+from pai_threads.realtime.frames import error_frame, exception_frame, request_id_of
 from pai_threads.realtime.heads import rename_thread
 from pai_threads.realtime.projections import (
     message_public,
@@ -36,11 +35,7 @@ from pai_threads.realtime.publisher import publish_sync
 
 __all__ = ["COMMANDS", "CommandError", "StaleView", "run_command"]
 
-logger = logging.getLogger("pai.realtime")
-
 Frame = dict[str, Any]
-
-_UNSTORABLE = "A value in the frame cannot be stored."
 
 
 class CommandError(PaiError):
@@ -209,16 +204,7 @@ async def run_command(identity: Identity, thread_id: str, frame: Frame) -> Frame
     try:
         call: Callable[..., Awaitable[Frame]] = database_sync_to_async(handler)
         result = await call(identity, thread_id, frame)
-    except PaiError as exc:
-        return error_frame(exc.code, exc.message, request_id=request_id)
-    except (OperationalError, InterfaceError) as exc:
-        logger.warning("websocket command %s: database unavailable: %s", kind, exc)
-        return unavailable_frame(request_id)
-    except DataError as exc:  # a value the database refuses that the checks let through
-        logger.warning("websocket command %s: the database refused a value: %s", kind, exc)
-        return error_frame("invalid_input", _UNSTORABLE, request_id=request_id)
-    except Exception:
-        logger.exception("websocket command %s failed on thread %s", kind, thread_id)
-        return error_frame("server_error", "The command failed.", request_id=request_id)
+    except Exception as exc:  # typed errors keep their code; a bug is logged by describe()
+        return exception_frame(exc, request_id)
     reply: Frame = {"requestId": request_id} if request_id is not None else {}
     return {"type": "ack", "command": kind, **reply, **result}

@@ -36,6 +36,7 @@ from pai_threads.realtime.conf import realtime_setting
 from pai_threads.realtime.frames import (
     FrameError,
     error_frame,
+    exception_frame,
     parse_frame,
     request_id_of,
     unavailable_frame,
@@ -247,16 +248,10 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             return
         try:
             await self._client_frame(frame)
-        except Exception:
-            # Not the client's doing (its input was checked): a server fault. Answer it
-            # and keep the connection, which a retry or a resync may still serve.
-            logger.exception(
-                "websocket frame %r failed on thread %s", frame["type"], self.thread_id
-            )
-            failed = error_frame(
-                "server_error", "The command failed.", request_id=request_id_of(frame)
-            )
-            await self.send_json(failed)
+        except Exception as exc:
+            # Not the client's doing (its input was checked): a server fault, described
+            # (and a bug logged) as the HTTP API does. The connection stays open.
+            await self.send_json(exception_frame(exc, request_id_of(frame)))
 
     async def _client_frame(self, frame: Frame) -> None:
         kind = frame["type"]

@@ -2,9 +2,11 @@
 
 Every failure a client can cause is answered with :func:`error_frame`, whose ``error`` object
 is the HTTP API's error body (``{"code", "message", "details"?}``), so one client-side
-handler serves both surfaces. :func:`parse_frame` turns raw websocket input into a command
-frame or raises :class:`FrameError`; it never lets bad input escape as another exception
-(``json.loads`` raises ``RecursionError`` on deep nesting, which a consumer must not die of).
+handler serves both surfaces; :func:`exception_frame` describes any exception the way the
+HTTP API does. :func:`parse_frame` turns raw websocket input into a command frame or raises
+:class:`FrameError`; it never lets bad input escape as another exception (``json.loads``
+raises ``RecursionError`` on deep nesting, which a consumer must not die of). The text and
+depth rules are the service boundary's (:mod:`pai_threads.input_guard`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pai_threads.api.envelope import describe
+from pai_threads.errors import InvalidInput, ServiceUnavailable
+from pai_threads.input_guard import MAX_JSON_DEPTH, check_json
+
 __all__ = [
     "MAX_FRAME_DEPTH",
-    "RETRY_AFTER_SECONDS",
     "FrameError",
     "error_frame",
+    "exception_frame",
     "parse_frame",
     "request_id_of",
     "unavailable_frame",
@@ -24,11 +30,8 @@ __all__ = [
 
 Frame = dict[str, Any]
 
-# Deepest nesting of objects/arrays a frame may have. A UIMessage with tool data, metadata
-# and client data stays far below it; anything deeper is an attack on parsers downstream.
-MAX_FRAME_DEPTH = 64
-# What ``service_unavailable`` suggests waiting before a retry (the HTTP API's Retry-After).
-RETRY_AFTER_SECONDS = 5
+# Deepest nesting of objects/arrays a frame may have: the HTTP API's JSON limit.
+MAX_FRAME_DEPTH = MAX_JSON_DEPTH
 
 
 class FrameError(Exception):
@@ -75,14 +78,25 @@ def error_frame(
     return frame
 
 
+def exception_frame(exc: BaseException, request_id: str | int | None = None) -> Frame:
+    """The error frame for ``exc``, described exactly as the HTTP API describes it
+    (:func:`pai_threads.api.envelope.describe`: typed errors keep their code, a database
+    outage is ``service_unavailable`` with ``details.retryAfter``, a bug is a logged
+    ``server_error``)."""
+    info = describe(exc)
+    details: dict[str, Any] = {}
+    if isinstance(info.details, dict):
+        details.update(info.details)
+    elif info.details is not None:
+        details["errors"] = info.details
+    if info.retry_after is not None:
+        details["retryAfter"] = info.retry_after
+    return error_frame(info.code, info.message, details=details or None, request_id=request_id)
+
+
 def unavailable_frame(request_id: str | int | None = None) -> Frame:
-    """A dependency (database, Redis) is down: nothing was done; retry after a while."""
-    return error_frame(
-        "service_unavailable",
-        "The service is temporarily unavailable; retry shortly.",
-        details={"retryAfter": RETRY_AFTER_SECONDS},
-        request_id=request_id,
-    )
+    """Redis or the database is down: nothing was done; retry after a while."""
+    return exception_frame(ServiceUnavailable(), request_id)
 
 
 def request_id_of(frame: Frame) -> str | int | None:
@@ -111,13 +125,19 @@ def parse_frame(text_data: str | None, bytes_data: bytes | None, *, limit: int) 
     try:
         frame = json.loads(text_data, parse_constant=_reject_constant)
     except RecursionError:
-        raise _too_deep() from None
+        message = f"the frame is nested deeper than {MAX_FRAME_DEPTH} levels"
+        raise FrameError("invalid_input", message, details={"maxDepth": MAX_FRAME_DEPTH}) from None
     except ValueError:
         raise FrameError("invalid_json", "The frame is not valid JSON.") from None
     if not isinstance(frame, dict):
         raise FrameError("invalid_frame", "A frame is a JSON object with a string 'type'.")
     request_id = request_id_of(frame)
-    _check_values(frame, request_id)
+    try:
+        # NUL and unpaired surrogates in any key or value (no database stores them; both
+        # are valid JSON escapes), and nesting: the service boundary's rules.
+        check_json(frame, "the frame", max_depth=MAX_FRAME_DEPTH)
+    except InvalidInput as exc:
+        raise FrameError(exc.code, exc.message, request_id=request_id) from None
     if not isinstance(frame.get("type"), str):
         raise FrameError(
             "invalid_frame",
@@ -127,54 +147,3 @@ def parse_frame(text_data: str | None, bytes_data: bytes | None, *, limit: int) 
     if frame.get("requestId") is not None and request_id is None:
         raise FrameError("invalid_frame", "'requestId' must be a string or an integer.")
     return frame
-
-
-def _too_deep(request_id: str | int | None = None) -> FrameError:
-    return FrameError(
-        "invalid_input",
-        f"The frame is nested more than {MAX_FRAME_DEPTH} levels deep.",
-        details={"maxDepth": MAX_FRAME_DEPTH},
-        request_id=request_id,
-    )
-
-
-def _check_values(frame: Frame, request_id: str | int | None) -> None:
-    """Depth and text checks over the whole frame, iteratively (no recursion to exhaust).
-
-    NUL characters and unpaired surrogates (``"\\u0000"``, ``"\\ud800"`` are valid JSON
-    escapes) cannot be stored: PostgreSQL refuses NUL in text and JSON, and no database
-    driver encodes a lone surrogate. They are refused here, in keys and values alike.
-    """
-    stack: list[tuple[Any, int]] = [(frame, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            items: list[Any] = [*value.keys(), *value.values()]
-        elif isinstance(value, list):
-            items = value
-        else:
-            continue
-        if depth > MAX_FRAME_DEPTH:
-            raise _too_deep(request_id)
-        for item in items:
-            if isinstance(item, str):
-                _check_text(item, request_id)
-            elif isinstance(item, dict | list):
-                stack.append((item, depth + 1))
-
-
-def _check_text(text: str, request_id: str | int | None) -> None:
-    if "\x00" in text:
-        raise FrameError(
-            "invalid_input",
-            "Text must not contain NUL (U+0000) characters.",
-            request_id=request_id,
-        )
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise FrameError(
-            "invalid_input",
-            "Text must be valid Unicode (no unpaired surrogates).",
-            request_id=request_id,
-        ) from None
