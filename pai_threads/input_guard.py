@@ -40,6 +40,8 @@ MAX_JSON_DEPTH = 64
 MAX_ID_LENGTH = 100
 USER_PART_TYPES = frozenset({"text", "file", "attachment"})
 
+# Optional string fields of user parts (AI SDK FileUIPart, DataUIPart, PAI attachments).
+_OPTIONAL_PART_STRINGS = {"file": ("filename",), "data-": ("id",), "attachment": ("id",)}
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -149,6 +151,9 @@ def validate_user_message(
             raise InvalidInput(f"parts[{index}]: a file part needs 'url' and 'mediaType'")
         if kind == "attachment" and not isinstance(part.get("fileId"), str):
             raise InvalidInput(f"parts[{index}]: an attachment part needs a string 'fileId'")
+        for key in _OPTIONAL_PART_STRINGS.get(kind[:5] if kind.startswith("data-") else kind, ()):
+            if key in part and not isinstance(part[key], str):
+                raise InvalidInput(f"parts[{index}]: '{key}' must be a string")
     metadata = message.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata must be an object")

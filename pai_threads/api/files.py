@@ -13,9 +13,11 @@ from django.http import FileResponse, HttpRequest
 from ninja import File, Form, Router, Schema, Status, UploadedFile
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 from pai_threads import files
 from pai_threads.api.auth import IdentityAuth
+from pai_threads.api.inputs import optional
 from pai_threads.api.schemas import errors
 from pai_threads.conf import pai_settings
 from pai_threads.errors import BadRequest, FileTooLarge, InvalidInput, NotFound
@@ -48,15 +50,41 @@ class AttachmentOut(Schema):
     metadata: dict[str, Any] | None = None
 
 
+def _accepted_media_types(schema: dict[str, Any]) -> None:
+    """``PAI["FILE_MEDIA_TYPES"]`` when it lists exact types (not ``image/*`` families)."""
+    accepted = [str(t) for t in pai_settings.FILE_MEDIA_TYPES]
+    if not any(t.endswith("/*") for t in accepted):
+        schema["enum"] = accepted
+
+
+def _json_object(schema: dict[str, Any]) -> None:
+    schema.clear()
+    schema.update({"type": "object", "description": "Public metadata (at most 4 KiB of JSON)."})
+
+
 class UploadIn(Schema):
-    """Form fields beside ``file``; ``metadata`` is a JSON object, shown on attachments."""
+    """Form fields beside ``file``; ``metadata`` is a JSON object, shown on attachments.
+    Unknown fields are refused, as in JSON bodies (an HTML form may send its CSRF token)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
-    thread_id: str | None = Field(default=None, max_length=40)
-    media_type: str | None = Field(default=None, max_length=255)
-    filename: str | None = Field(default=None, max_length=1000)
-    metadata: str | None = Field(default=None, max_length=files.MAX_METADATA_BYTES * 2)
+    # Read by Django's CSRF check (an HTML form's token), not documented: a client sends
+    # X-CSRFToken instead.
+    csrfmiddlewaretoken: SkipJsonSchema[str | None] = Field(
+        default=None, alias="csrfmiddlewaretoken"
+    )
+
+    thread_id: str | None = optional(max_length=40)
+    media_type: str | None = optional(_accepted_media_types, max_length=255)
+    filename: str | None = optional(max_length=1000)
+    # A JSON object, sent as the part's text (documented as an object with a JSON encoding).
+    metadata: str | None = optional(_json_object, max_length=files.MAX_METADATA_BYTES * 2)
+
+
+_UPLOAD_FORM = {
+    "schema": {"additionalProperties": False},
+    "encoding": {"metadata": {"contentType": "application/json"}},
+}
 
 
 class UploadAuth(IdentityAuth):
@@ -99,7 +127,11 @@ def _text(value: str | None, what: str) -> str | None:
 
 
 @router.post(
-    "", response={201: AttachmentOut, **errors(413, 415)}, by_alias=True, auth=UploadAuth()
+    "",
+    response={201: AttachmentOut, **errors(413, 415)},
+    by_alias=True,
+    auth=UploadAuth(),
+    openapi_extra={"requestBody": {"content": {"multipart/form-data": _UPLOAD_FORM}}},
 )
 def upload_file(
     request: HttpRequest, file: File[UploadedFile], form: Form[UploadIn]
@@ -124,7 +156,7 @@ def upload_file(
         "responses": {
             "200": {
                 "description": "The stored bytes, with the file's media type.",
-                "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+                "content": {"*/*": {}},  # any stored media type, bytes as stored
             }
         }
     },

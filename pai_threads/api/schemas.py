@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
+from pai_threads.api.inputs import (
+    ActionIn,
+    AiSdkChatIn,
+    CreateThreadIn,
+    MessageIn,
+    SendIn,
+    ThreadPatchIn,
+)
+
 __all__ = [
+    "ActionIn",
     "AiSdkChatIn",
     "CreateThreadIn",
     "ErrorOut",
+    "MessageIn",
     "MessagePageOut",
     "RunOut",
     "SendIn",
@@ -57,11 +68,6 @@ class SessionOut(CamelSchema):
     csrf_token: str
 
 
-class CreateThreadIn(CamelSchema):
-    agent: str | None = Field(default=None, max_length=100)
-    title: str = Field(default="", max_length=200)
-
-
 class ThreadOut(CamelSchema):
     id: str
     agent: str
@@ -74,37 +80,9 @@ class ThreadOut(CamelSchema):
     updated_at: datetime
 
 
-class ThreadPatchIn(CamelSchema):
-    """Rename (``title``; whitespace folded) and/or archive or restore (``archived``)."""
-
-    title: str | None = Field(default=None, max_length=200)
-    archived: bool | None = None
-
-
 class ThreadPageOut(CamelSchema):
     threads: list[ThreadOut]
     next_page_token: str | None
-
-
-class MessageIn(CamelSchema):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-    id: str | None = Field(default=None, min_length=1, max_length=100)
-    role: str = "user"
-    parts: list[dict[str, Any]] = Field(min_length=1, max_length=100)
-    metadata: dict[str, Any] | None = None
-
-
-class SendIn(CamelSchema):
-    """Either ``message`` (a UIMessage) or ``text`` (shorthand for one text part).
-
-    ``policy`` overrides the agent's choice of what happens while a run is active.
-    """
-
-    message: MessageIn | None = None
-    text: str | None = Field(default=None, min_length=1)
-    client_data: dict[str, Any] | None = None
-    policy: Literal["queue", "reject", "interrupt", "steer"] | None = None
 
 
 class RunErrorOut(CamelSchema):
@@ -167,17 +145,6 @@ class ActionOut(CamelSchema):
     created_at: datetime
 
 
-class ActionIn(CamelSchema):
-    """An approval (``approved``, ``reason``) or a client tool result (``output``/``errorText``)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-    approved: bool | None = None
-    reason: str | None = Field(default=None, max_length=2000)
-    output: Any = None
-    error_text: str | None = Field(default=None, max_length=10_000)
-
-
 class ThreadStateOut(CamelSchema):
     thread: ThreadOut
     runs: list[RunOut]
@@ -188,18 +155,3 @@ class ThreadStateOut(CamelSchema):
 class MessagePageOut(CamelSchema):
     messages: list[UIMessageOut]
     next_page_token: str | None
-
-
-class AiSdkChatIn(CamelSchema):
-    """``DefaultChatTransport``'s body (documents ``POST /api/pai/ai-sdk/chat``; the view
-    reads the body itself, keeping unknown keys the SDK may add)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
-
-    id: str = Field(description="A PAI thread id of the caller's scope.")
-    messages: list[dict[str, Any]] = Field(
-        min_length=1, description="The chat's UIMessages; the last one is sent."
-    )
-    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
-    message_id: str | None = None
-    client_data: dict[str, Any] | None = None

@@ -143,15 +143,13 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     tags=["threads"],
 )
 def update_thread(request: HttpRequest, thread_id: str, body: ThreadPatchIn) -> dict[str, Any]:
-    """Rename (``title``) and/or archive or restore (``archived``) the thread; its websocket
-    subscribers get ``thread.updated``."""
+    """Rename (``title``) and/or archive or restore (``archived``) the thread (an empty
+    body changes nothing); its websocket subscribers get ``thread.updated``."""
     # realtime imports the API: late imports
     from pai_threads.realtime.heads import rename_thread, thread_updated
     from pai_threads.realtime.publisher import publish_sync
 
     identity = _identity(request)
-    if body.title is None and body.archived is None:
-        raise InvalidInput("send 'title' and/or 'archived'")
     thread = services.get_thread(identity, thread_id)
     if body.title is not None:
         thread = rename_thread(identity, thread_id, body.title)

@@ -154,7 +154,12 @@ def test_archive_is_a_flag_the_list_filters_on() -> None:
     assert both["archived"] is False and both["title"] == "restored"
     assert set(listed("?archived=false")) == {kept, archived}
     empty = client.patch(f"{API}/threads/{kept}", "{}", content_type="application/json")
-    assert empty.status_code == 422 and empty.json()["error"]["code"] == "invalid_input"
+    assert empty.status_code == 200 and empty.json()["title"] == "kept"  # nothing to change
+    null = client.patch(
+        f"{API}/threads/{kept}", '{"archived": null}', content_type="application/json"
+    )
+    assert null.status_code == 422 and null.json()["error"]["code"] == "invalid_input"
+    assert client.get(f"{API}/threads/{kept}").json()["archived"] is False
     assert client.get(f"{API}/threads?archived=maybe").status_code == 422
 
 
