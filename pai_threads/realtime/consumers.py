@@ -107,14 +107,21 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             logger.error("the thread websocket needs a channel layer: set CHANNEL_LAYERS")
             await self._refuse("server_error", "Realtime is not configured.", CLOSE_SERVER_ERROR)
             return
-        self.identity = await database_sync_to_async(resolve_scope_identity)(self.scope)
-        if self.identity is None:
-            await self._refuse("unauthenticated", "Authentication required.", 4401)
-            return
         try:
+            self.identity = await database_sync_to_async(resolve_scope_identity)(self.scope)
+            if self.identity is None:
+                await self._refuse("unauthenticated", "Authentication required.", 4401)
+                return
             await database_sync_to_async(services.get_thread)(self.identity, self.thread_id)
         except NotFound as exc:
             await self._refuse(exc.code, exc.message, CLOSE_NOT_FOUND)
+            return
+        except Exception as exc:  # the database is down (or a bug, logged): not a 1011
+            self.identity = None
+            refusal = exception_frame(exc)
+            await self.send_json(refusal)
+            unavailable = refusal["error"]["code"] == "service_unavailable"
+            await self.close(code=CLOSE_UNAVAILABLE if unavailable else CLOSE_SERVER_ERROR)
             return
         register_subscriber_loop()
         try:
