@@ -111,7 +111,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
@@ -125,10 +125,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Through a broker outage: reconnect for as long as it takes (Celery's default gives up after
-# 100 attempts and the worker exits), keep runs in progress going (their lease, not the
-# broker, says who executes them), and use kombu's Redis transport with the Celery 5.7 crash
-# at connection loss fixed (pai_threads.executors.broker explains it).
+# 100 attempts and the worker exits), at most 4 s apart, keep runs in progress going (their
+# lease, not the broker, says who executes them), and use kombu's Redis transport with the
+# Celery 5.7 crash at connection loss fixed (pai_threads.executors.broker explains both).
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CONSUMER = "pai_threads.executors.broker:Consumer"
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BROKER_TRANSPORT = (
     "pai_threads.executors.broker:Transport"

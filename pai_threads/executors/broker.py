@@ -1,4 +1,6 @@
-"""The Redis broker transport the Celery executor uses: kombu's, with one failure made typed.
+"""Celery worker parts for broker outages: a Redis transport and a consumer.
+
+**Transport**: kombu's Redis transport, with one failure made typed.
 
 Celery 5.7's consumer handles a lost broker connection by collecting it
 (``Connection.collect()``, which detaches the transport: ``transport.client = None``) and then
@@ -18,16 +20,26 @@ broker remembers.
 
 Selected by ``CELERY_BROKER_TRANSPORT`` (see ``pai_project/settings.py``) for ``redis://``
 and ``rediss://`` broker URLs.
+
+**Consumer**: Celery's, reconnecting to a lost broker at most ``RECONNECT_MAX_SECONDS`` apart
+(Celery waits 2 s, then 4, 6, ... up to 30 s between attempts, so after a long outage a worker
+could stay away for half a minute after the broker's return). Selected by
+``CELERY_WORKER_CONSUMER``.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from celery.worker.consumer import Consumer as CeleryConsumer
+from kombu import Connection
 from kombu.transport import redis as kombu_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-__all__ = ["Channel", "Transport"]
+__all__ = ["RECONNECT_MAX_SECONDS", "Channel", "Consumer", "Transport"]
+
+RECONNECT_MAX_SECONDS = 4.0
 
 
 class Channel(kombu_redis.Channel):
@@ -43,3 +55,17 @@ class Channel(kombu_redis.Channel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+
+
+class Consumer(CeleryConsumer):
+    def ensure_connected(self, conn: Connection) -> Connection:
+        # Celery passes no intervals to kombu's ensure_connection: give it ours (1 s, 2 s, ...
+        # at most RECONNECT_MAX_SECONDS apart), keeping its error handler and retry limit.
+        conn.ensure_connection = functools.partial(  # type: ignore[method-assign]
+            conn.ensure_connection,
+            interval_start=1.0,
+            interval_step=1.0,
+            interval_max=RECONNECT_MAX_SECONDS,
+        )
+        connected: Connection = super().ensure_connected(conn)
+        return connected
