@@ -44,7 +44,8 @@ HINTS: dict[str, str] = {
     "pai.E006": "Agent names key threads: give each agent its own name.",
     "pai.E007": (
         f'One process: CHANNEL_LAYERS = {{"default": {{"BACKEND": "{_MEMORY_LAYER}"}}}}; '
-        'several: "channels_redis.core.RedisChannelLayer" with {"CONFIG": {"hosts": [URL]}}.'
+        'several: "pai_threads.realtime.redis_layer.RedisChannelLayer" '
+        'with {"CONFIG": {"hosts": [URL]}}.'
     ),
     "pai.E008": "BACKEND is the dotted path of a channel layer class.",
     "pai.E009": (
@@ -89,6 +90,10 @@ HINTS: dict[str, str] = {
     "pai.W010": (
         'DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20, '
         '"init_command": "PRAGMA journal_mode=WAL;"} (what the demo uses).'
+    ),
+    "pai.W011": (
+        'Use "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer", or give each '
+        'host a "socket_timeout" above 5 seconds.'
     ),
 }
 
@@ -248,7 +253,23 @@ def _check_channel_layer() -> list[CheckMessage]:
     if pai_settings.EXECUTOR == "celery" and "InMemoryChannelLayer" in backend:
         text = "PAI['EXECUTOR'] is 'celery' but the channel layer is in-memory"
         return [_msg("pai.W001", text)]
+    if backend == "channels_redis.core.RedisChannelLayer" and _short_socket_timeout(layer):
+        text = (
+            "channels_redis' layer with redis-py's 5 s socket timeout: its 5 s blocking "
+            "receive times out on idle websockets and Channels closes them with 1011"
+        )
+        return [_msg("pai.W011", text)]
     return []
+
+
+def _short_socket_timeout(layer: dict[str, Any]) -> bool:
+    """Whether a host of a stock channels_redis layer keeps redis-py's default timeout."""
+    hosts = (layer.get("CONFIG") or {}).get("hosts") or ["redis://localhost:6379"]
+    for host in hosts:
+        timeout = host.get("socket_timeout") if isinstance(host, dict) else None
+        if not isinstance(timeout, int | float) or timeout <= 5:
+            return True
+    return False
 
 
 def _check_buffer() -> list[CheckMessage]:

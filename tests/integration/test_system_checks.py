@@ -214,6 +214,19 @@ CASES: dict[str, tuple[str, Configure, set[str]]] = {
     "pai.W007": ("a URLconf without the API", urlconf_without_api, set()),
     "pai.W010": ("SQLite without IMMEDIATE transactions", sqlite_with_django_defaults, set()),
     "pai.W008": ("a misspelt PAI key", set_pai(EXECUTER="celery"), set()),
+    "pai.W011": (
+        "the stock channels_redis layer with redis-py's 5 s socket timeout",
+        set_setting(
+            "CHANNEL_LAYERS",
+            {
+                "default": {
+                    "BACKEND": "channels_redis.core.RedisChannelLayer",
+                    "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},
+                }
+            },
+        ),
+        set(),
+    ),
     "pai.W009": (
         "the Celery executor with the in-memory buffer",
         set_pai(EXECUTOR="celery", REALTIME_BUFFER="memory"),

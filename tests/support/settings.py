@@ -31,7 +31,7 @@ if _redis:
     PAI["REALTIME_REDIS_URL"] = _redis
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer",
             "CONFIG": {"hosts": [_redis], "capacity": _capacity},
         }
     }

@@ -175,11 +175,13 @@ export class ThreadConnection {
         if (requestId != null && this.pending.has(requestId)) {
           const { resolve, reject } = this.pending.get(requestId);
           this.pending.delete(requestId);
+          const e = frame.error ?? frame; // {"type": "error", "error": {code, message, details?}}
           if (frame.type === "ack") resolve(frame);
-          else reject(Object.assign(new Error(frame.message), { code: frame.code }));
+          else reject(Object.assign(new Error(e.message), { code: e.code, details: e.details }));
           if (frame.type === "ack" && frame.run) this.upsertRun(s, frame.run);
         } else if (frame.type === "error") {
-          s.error = { code: frame.code, message: frame.message };
+          const e = frame.error ?? frame;
+          s.error = { code: e.code, message: e.message };
         }
         break;
       case "pong":
