@@ -1,4 +1,4 @@
-"""Websocket URL patterns; include in the ASGI router (see ``pai_project/asgi.py``)."""
+"""Websocket URL patterns; :mod:`pai_threads.asgi` routes them (or include them in your own router)."""
 
 from __future__ import annotations
 
