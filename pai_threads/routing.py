@@ -1,4 +1,4 @@
-"""Websocket URL patterns; :mod:`pai_threads.asgi` routes them (or include them in your own router)."""
+"""Websocket URL patterns: :mod:`pai_threads.asgi` routes them (or add them to your router)."""
 
 from __future__ import annotations
 
