@@ -14,8 +14,41 @@ DATA = Path(__file__).resolve().parent / "data"
 UPDATE_ENV = "PAI_GOLDEN_UPDATE"
 
 
+# Lists whose items are records (frames, chunks, lines, messages): one compact line each,
+# so a diff shows which events changed.
+RECORD_LISTS = frozenset({"websocket", "frames", "data", "http", "stdout", "stderr", "messages"})
+
+
 def dumps(recording: Any) -> str:
-    return json.dumps(recording, indent=1, ensure_ascii=False) + "\n"
+    return _pretty(recording, "", records=False) + "\n"
+
+
+def _pretty(value: Any, indent: str, *, records: bool) -> str:
+    inner = indent + " "
+    if isinstance(value, list) and value:
+        if records:
+            items = [inner + _pretty_record(item, inner) for item in value]
+        else:
+            items = [inner + _pretty(item, inner, records=False) for item in value]
+        return "[\n" + ",\n".join(items) + "\n" + indent + "]"
+    if isinstance(value, dict) and value:
+        items = [
+            f"{inner}{json.dumps(key)}: {_pretty(item, inner, records=key in RECORD_LISTS)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    return _compact(value)
+
+
+def _pretty_record(item: Any, indent: str) -> str:
+    """A record on one line, unless it holds record lists itself (an SSE response)."""
+    if isinstance(item, dict) and any(k in RECORD_LISTS for k in item):
+        return _pretty(item, indent, records=False)
+    return _compact(item)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def check_golden(name: str, recording: Any) -> None:
