@@ -136,8 +136,9 @@ async def test_idle_and_busy_sockets_outlive_the_blocking_pop(server: DaphneServ
 async def test_stock_channels_redis_read_timeouts_do_not_close_the_socket(
     plain_server: DaphneServer,
 ) -> None:
-    """With channels-redis' own layer the blocking pop still loses its race (redis-py's
-    5 s socket timeout); the consumer retries the receive instead of dying with 1011."""
+    """With channels-redis' own layer a read timeout can end the blocking pop (redis-py's
+    5 s default loses the race now and then; this server's 2 s timeout always does): the
+    consumer retries the receive instead of dying with 1011."""
     async with Browser(plain_server) as alice:
         thread_id = await alice.create_thread("echo")
         async with alice.websocket(thread_id) as ws:

@@ -19,9 +19,22 @@ PAI = {
 }
 
 _layer = CHANNEL_LAYERS["default"]
-if _layer["BACKEND"].startswith("channels_redis.") and not os.environ.get(
-    "PAI_TEST_PLAIN_CHANNELS_REDIS"
-):
-    CHANNEL_LAYERS = {
-        "default": {**_layer, "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer"}
-    }
+_REDIS_BACKENDS = (
+    "channels_redis.core.RedisChannelLayer",
+    "pai_threads.realtime.redis_layer.RedisChannelLayer",
+)
+if _layer["BACKEND"] in _REDIS_BACKENDS:
+    if os.environ.get("PAI_TEST_PLAIN_CHANNELS_REDIS"):
+        # channels-redis' own layer with a socket timeout below its 5 s blocking pop: every
+        # idle receive times out (the race redis-py's 5 s default loses only now and then).
+        hosts = [{"address": h, "socket_timeout": 2} for h in _layer["CONFIG"]["hosts"]]
+        CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {**_layer["CONFIG"], "hosts": hosts},
+            }
+        }
+    else:
+        CHANNEL_LAYERS = {
+            "default": {**_layer, "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer"}
+        }
