@@ -1,0 +1,81 @@
+"""The SQL budget of a lifecycle agent's run, pinned next to the plain agent's.
+
+The plain budget (tests/integration/test_query_budget.py) covers agents without a
+lifecycle, which run the plain loop. An agent with a lifecycle runs the hooked loop
+(``pai_agents.engine.hooks``): here the benchmark workloads W1 (a tool round trip) and W2
+(a one-step answer) with the benchmark's own scripted model and tool, plus a lifecycle that
+overrides every phase of ``PHASES`` and changes nothing (``Passthrough``), so the numbers
+are the hooked loop's own cost. Issue 10 merges the two loops; these numbers must then stay
+the same or go down, never up. When a change removes statements, lower them here.
+
+Counted exactly like the plain budget (:func:`tests.support.query_budget.measure_run`).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from benchmarks.agents import w1_agent, w2_agent
+from pai_agents import define_agent
+from pai_agents.agent import AgentDefinition
+from pai_agents.lifecycle.hooks import PHASES, overridden_phases
+from pai_threads.models import Message
+from tests.support.golden_lifecycle import EveryPhase, Passthrough
+from tests.support.query_budget import measure_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def with_lifecycle(plain: AgentDefinition) -> AgentDefinition:
+    """``plain`` (its model, tools and instructions) with every phase overridden."""
+    return define_agent(
+        f"{plain.name}_lifecycle",
+        instructions=plain.instructions,
+        model=plain.model,
+        tools=plain.tools,
+        lifecycle=Passthrough(),
+    )
+
+
+W1_LIFECYCLE = with_lifecycle(w1_agent)
+W2_LIFECYCLE = with_lifecycle(w2_agent)
+
+# (statements + BEGIN/COMMIT, commits) per phase and database. Measured when this budget was
+# added (before issue 10), the plain agent's executions cost 13/4 and 7/2 on SQLite, 8/4 and
+# 6/2 on PostgreSQL (test_query_budget.py): the hooked loop reads the thread's messages
+# once per run and again per step (the tool round trip sends six message SELECTs where the
+# plain loop sends one).
+BUDGET: dict[str, dict[str, dict[str, tuple[int, int]]]] = {
+    "sqlite": {
+        "tool round trip": {"accept": (7, 1), "execution": (18, 4)},
+        "one-step answer": {"accept": (7, 1), "execution": (10, 2)},
+    },
+    "postgresql": {
+        "tool round trip": {"accept": (7, 1), "execution": (13, 4)},
+        "one-step answer": {"accept": (7, 1), "execution": (9, 2)},
+    },
+}
+
+
+@pytest.mark.parametrize("lifecycle", [Passthrough, EveryPhase])
+def test_the_budget_and_golden_lifecycles_override_every_phase(lifecycle: type) -> None:
+    """A phase added to ``PHASES`` must be added to both (the golden recordings use
+    ``EveryPhase``), or the budget would stop covering it."""
+    assert overridden_phases(lifecycle()) == PHASES
+
+
+@pytest.mark.parametrize(
+    ("workload", "agent", "steps"),
+    [("tool round trip", W1_LIFECYCLE, 2), ("one-step answer", W2_LIFECYCLE, 1)],
+)
+def test_a_lifecycle_run_spends_its_pinned_sql_budget(
+    monkeypatch: pytest.MonkeyPatch, workload: str, agent: AgentDefinition, steps: int
+) -> None:
+    measured = measure_run(monkeypatch, agent)
+    assert measured.run.step_count == steps and measured.run.lease_owner == ""
+    assert Message.objects.filter(run=measured.run).count() == 1 + steps
+    assert measured.phases == BUDGET[connection.vendor][workload], (
+        f"{workload} with a lifecycle on {connection.vendor}: (statements incl. BEGIN/COMMIT, "
+        f"commits) changed; execution sent:\n{measured.listing}"
+    )
