@@ -29,7 +29,7 @@ from tests.golden.recorder import Gates, Observer, SseStream, quiesce, read_sse
 from tests.support.golden_agents import HANG_WORDS
 from tests.support.server import Browser
 
-__all__ = ["SCENARIOS", "Scenario", "Session"]
+__all__ = ["SCENARIOS", "Scenario", "Session", "stored"]
 
 Frame = dict[str, Any]
 
@@ -85,8 +85,8 @@ class Session:
             return
         await self._api("POST", f"/actions/{action['id']}", {"output": output})
         # The run is queued, held by its gate: the resume stream subscribes first.
-        stream = await read_sse(self.browser, "GET", f"/ai-sdk/chat/{self.thread_id}/stream")
-        await self._follow(stream, "GET /ai-sdk/chat/{thread}/stream")
+        path = f"/ai-sdk/chat/{self.thread_id}/stream"
+        await self._follow(await read_sse(self.browser, "GET", path), f"GET {path}")
 
     async def cancel_mid_stream(self, text: str) -> None:
         """Send ``text`` to the hanging agent, cancel once its last word is in."""
@@ -104,14 +104,16 @@ class Session:
         await self.observer.wait_for(lambda f: _delta(f) == last)
         if stream is not None:
             await stream.read_until(lambda item: _sse_delta(item) == last)
-        if self.transport == "ws":
-            await self.observer.command({"type": "cancel", "runId": run_id})
-        else:
-            await self._api("POST", f"/runs/{run_id}/cancel", None)
+        await self._cancel(run_id)
         self.gates.open(f"{run_id}.cancel")  # now the run may end
         if stream is not None:
             await stream.read_to_end()
             self.sse.append(stream.recording("POST /ai-sdk/chat"))
+        await self.settle()
+
+    async def cancel_waiting(self) -> None:
+        """Cancel the run that waits (for an approval or a client)."""
+        await self._cancel(self.gates.last_run)
         await self.settle()
 
     async def regenerate(self) -> None:
@@ -138,6 +140,12 @@ class Session:
     async def settle(self) -> None:
         await quiesce(self.browser, self.thread_id, self.gates, self.observer)
 
+    async def _cancel(self, run_id: str) -> None:
+        if self.transport == "ws":
+            await self.observer.command({"type": "cancel", "runId": run_id})
+        else:
+            await self._api("POST", f"/runs/{run_id}/cancel", None)
+
     async def _submit(self, action: dict[str, Any], value: dict[str, Any]) -> None:
         if self.transport == "ws":
             await self.observer.command(
@@ -152,8 +160,9 @@ class Session:
         response = await self.browser.api(method, path, body)
         assert response.status_code < 300, response.text
         payload = response.json()
-        request = f"{method} {path.replace(self.thread_id, '{thread}')}"
-        self.http.append({"request": request, "status": response.status_code, "body": payload})
+        self.http.append(
+            {"request": f"{method} {path}", "status": response.status_code, "body": payload}
+        )
         return dict(payload)
 
     async def _chat(self, body: dict[str, Any]) -> None:
@@ -169,12 +178,13 @@ class Session:
         await stream.read_to_end()
         self.sse.append(stream.recording(request))
 
-    async def stored(self) -> dict[str, Any]:
-        """The thread as the HTTP API returns it after the scenario."""
-        messages = await self.browser.messages(self.thread_id)
-        state = await self.browser.api("GET", f"/threads/{self.thread_id}/state")
-        assert state.status_code == 200, state.text
-        return {"messages": messages, "state": state.json()}
+
+async def stored(browser: Browser, thread_id: str) -> dict[str, Any]:
+    """The thread as the HTTP API returns it after the scenario."""
+    messages = await browser.messages(thread_id)
+    state = await browser.api("GET", f"/threads/{thread_id}/state")
+    assert state.status_code == 200, state.text
+    return {"messages": messages, "state": state.json()}
 
 
 def _text(text: str) -> dict[str, str]:
@@ -220,6 +230,11 @@ async def cancel(session: Session) -> None:
     await session.cancel_mid_stream("Work on it, please.")
 
 
+async def cancel_waiting(session: Session) -> None:
+    await session.send("Transfer 42, please.")
+    await session.cancel_waiting()
+
+
 async def regenerate(session: Session) -> None:
     await session.send("Hello there.")
     await session.regenerate()
@@ -230,13 +245,18 @@ async def lifecycle(session: Session) -> None:
     await session.regenerate()
 
 
-# name -> (agent, scenario)
-SCENARIOS: dict[str, tuple[str, Scenario]] = {
-    "plain": ("golden_plain", plain),
-    "tools": ("golden_tools", tools),
-    "approval": ("golden_approval", approval),
-    "client_tool": ("golden_client", client_tool),
-    "cancel": ("golden_hang", cancel),
-    "regenerate": ("golden_plain", regenerate),
-    "lifecycle": ("golden_lifecycle", lifecycle),
+ALL = ("ws", "http", "sse")
+# A cancel has no AI SDK form (it would be the JSON API's, as for http).
+NO_SSE = ("ws", "http")
+
+# name -> (agent, scenario, transports)
+SCENARIOS: dict[str, tuple[str, Scenario, tuple[str, ...]]] = {
+    "plain": ("golden_plain", plain, ALL),
+    "tools": ("golden_tools", tools, ALL),
+    "approval": ("golden_approval", approval, ALL),
+    "client_tool": ("golden_client", client_tool, ALL),
+    "cancel": ("golden_hang", cancel, ALL),
+    "cancel_waiting": ("golden_approval", cancel_waiting, NO_SSE),
+    "regenerate": ("golden_plain", regenerate, ALL),
+    "lifecycle": ("golden_lifecycle", lifecycle, ALL),
 }

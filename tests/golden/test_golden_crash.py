@@ -34,6 +34,7 @@ from tests.golden.conftest import GOLDEN_SETTINGS
 from tests.golden.golden_files import check_golden
 from tests.golden.normalize import Normalizer
 from tests.golden.recorder import Gates, Observer, SseStream, quiesce, read_sse
+from tests.golden.scenarios import stored
 from tests.golden.test_golden import TITLE
 from tests.support.golden_executor import GATES_ENV
 from tests.support.server import Browser, DaphneServer
@@ -169,11 +170,10 @@ async def record_crash(servers: Servers, transport: str) -> dict[str, Any]:
             if resumed is not None:
                 await resumed.read_until(lambda item: item == "[DONE]")
                 await resumed.read_to_end()
-                sse.append(resumed.recording("GET /ai-sdk/chat/{thread}/stream"))
+                sse.append(resumed.recording(f"GET {path}"))
             await quiesce(browser, thread_id, gates, after)
             frames_after = list(after.frames)
-        messages = await browser.messages(thread_id)
-        state = (await browser.api("GET", f"/threads/{thread_id}/state")).json()
+        thread = await stored(browser, thread_id)
 
     recording: dict[str, Any] = {"scenario": "crash", "transport": transport}
     recording["websocket"] = [
@@ -182,7 +182,7 @@ async def record_crash(servers: Servers, transport: str) -> dict[str, Any]:
     ]
     if sse:
         recording["sse"] = sse
-    recording["stored"] = {"messages": messages, "state": state}
+    recording["stored"] = thread
     return Normalizer()(recording)
 
 
