@@ -68,8 +68,12 @@ def redis_layer_without_channels_redis(
 
 
 def celery_without_broker(settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from celery import current_app
+
     pai(settings, EXECUTOR="celery")
     settings.CELERY_BROKER_URL = None
+    # A Celery app reads the settings once; earlier tests in this process may have loaded it.
+    monkeypatch.setitem(current_app.conf, "broker_url", None)
 
 
 def urlconf_without_api(settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
