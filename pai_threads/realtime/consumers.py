@@ -78,13 +78,16 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     thread_id: str = ""
     cursor: Cursor | None = None
     link: LayerLink | None = None
+    # Set once the server refused a send: the client is gone, its disconnect not yet seen.
+    gone: bool = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """Channels' ``AsyncConsumer.__call__`` with the channel receive through
         :class:`LayerLink`: Channels awaits ``layer.receive`` bare, so one Redis read
         timeout would end the consumer and close the socket with 1011."""
         self.scope = scope
-        self.base_send = send
+        self._server_send = send
+        self.base_send = self._send_to_server
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
         sources: list[Callable[[], Awaitable[Any]]] = [receive]
         if self.channel_layer is not None:
@@ -151,6 +154,19 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         if self.link is not None:
             await self.link.leave()
 
+    async def _send_to_server(self, message: dict[str, Any]) -> None:
+        """The server's send, quiet once the client is gone: an event can reach this consumer
+        between the connection's loss (e.g. daphne dropping an oversize frame's socket) and
+        its ``websocket.disconnect``, and daphne then raises ``Disconnected``."""
+        if self.gone:
+            return
+        try:
+            await self._server_send(message)
+        except Exception as exc:  # the server's own error type: daphne, uvicorn, ... differ
+            self.gone = True
+            self._joined = False
+            logger.debug("thread %s: send to a closed socket (%r)", self.thread_id, exc)
+
     async def _refuse(self, code: str, message: str, close_code: int) -> None:
         await self.send_json(error_frame(code, message))
         await self.close(code=close_code)
@@ -159,6 +175,8 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
 
     async def _send_frames(self, frames: list[Frame]) -> None:
         for frame in frames:
+            if self.gone:
+                return
             if self._guard.admit(frame):
                 await self.send_json(frame)
             if frame.get("type") == "thread.deleted":
