@@ -87,6 +87,7 @@ class Session:
         # The run is queued, held by its gate: the resume stream subscribes first.
         path = f"/ai-sdk/chat/{self.thread_id}/stream"
         await self._follow(await read_sse(self.browser, "GET", path), f"GET {path}")
+        await self.settle()
 
     async def cancel_mid_stream(self, text: str) -> None:
         """Send ``text`` to the hanging agent, cancel once its last word is in."""

@@ -33,6 +33,7 @@ async def record(server: DaphneServer, gates: Gates, scenario: str, transport: s
         async with Observer.connect(browser, thread_id) as observer:
             session = Session(browser, thread_id, gates, observer, transport)
             await run(session)
+            await session.settle()  # each step settles; this guards a step that forgot to
             frames = list(observer.frames)
         thread = await stored(browser, thread_id)
     recording: dict[str, Any] = {"scenario": scenario, "transport": transport}
