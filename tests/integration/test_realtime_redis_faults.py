@@ -34,7 +34,13 @@ from tests.support.thread_state import ThreadState
 from tests.support.ws_agents import steady_answer
 from tests.support.ws_probe import assert_clean_log, ping
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
+# Idle sockets for half a minute and a Redis restart: backend-independent, so one pass.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.redis,
+    pytest.mark.once,
+    pytest.mark.django_db(transaction=True),
+]
 
 IDLE_SECONDS = 32.0  # more than six of channels-redis' 5 s blocking pops
 DOWN_SECONDS = 2.0
