@@ -60,8 +60,8 @@ def find_python(minimum: str) -> str | None:
     return result.stdout.strip() or None
 
 
-def build_wheel(work: Path, say: Say) -> Path:
-    """``pip wheel --no-deps`` of the working tree's tracked and new files."""
+def copy_source(work: Path) -> Path:
+    """The working tree's tracked and new files, copied to ``work/source``."""
     source = work / "source"
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -74,6 +74,12 @@ def build_wheel(work: Path, say: Say) -> Path:
         if origin.is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(origin, source / name)
+    return source
+
+
+def build_wheel(work: Path, say: Say) -> Path:
+    """``pip wheel --no-deps`` of the working tree's tracked and new files."""
+    source = copy_source(work)
     say("building the wheel (pip wheel --no-deps)")
     out = work / "wheel"
     subprocess.run(
