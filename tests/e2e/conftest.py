@@ -1,14 +1,17 @@
 """Headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) against daphne.
 
 Screenshots go to ``$PAI_ARTIFACTS_DIR/e2e/`` (default ``artifacts/e2e/``); the folder is
-printed in the test summary.
+printed in the test summary. A failing test leaves what its pages showed there too
+(``failed-<test>-<n>.png`` and ``.json``: console messages, page errors, the status badges).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,65 @@ def browser() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def watch(page: Any) -> Any:
+    """Collect ``page.console`` and ``page.errors`` from the start (evidence on failure)."""
+    if not hasattr(page, "console"):
+        page.console = []
+        page.errors = []
+        page.on("console", lambda m: page.console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    return page
+
+
+# What a failing test's page showed: the run, error and connection badges.
+BADGES = """() => Object.fromEntries(['run-status', 'error', 'connection'].map((id) => {
+  const node = document.getElementById(id);
+  return [id, node && { text: node.textContent, hidden: node.hidden, ...node.dataset }];
+}))"""
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+def save_evidence(browser: Any, name: str) -> None:
+    """Screenshot and state of every page still open (a failed test never closed them)."""
+    stem = re.sub(r"[^\w.-]+", "_", name)
+    pages = [page for context in browser.contexts for page in context.pages]
+    for number, page in enumerate(pages, 1):
+        path = artifacts_dir() / f"failed-{stem}-{number}"
+        facts: dict[str, Any] = {"url": page.url}
+        try:
+            page.screenshot(path=f"{path}.png", full_page=True, timeout=10_000)
+            _SHOTS.append(path.with_suffix(".png"))
+            facts["badges"] = page.evaluate(BADGES)
+        except Exception as exc:  # a crashed page still leaves its console
+            facts["evidence_error"] = str(exc)
+        facts["console"] = getattr(page, "console", [])
+        facts["errors"] = getattr(page, "errors", [])
+        path.with_suffix(".json").write_text(json.dumps(facts, indent=2))
+
+
+@pytest.fixture(autouse=True)
+def evidence(request: pytest.FixtureRequest) -> Generator[None]:
+    """On failure, save what the browser showed; then close what the test left open."""
+    yield
+    if "browser" not in request.fixturenames:
+        return
+    browser = request.getfixturevalue("browser")
+    if request.node.stash.get(_FAILED, False):
+        save_evidence(browser, request.node.name)
+    for context in browser.contexts:
+        context.close()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pai_threads import services
+from tests.e2e.conftest import watch
 from tests.support.agents import slow_answer
 from tests.support.server import DaphneServer
 
@@ -23,13 +24,12 @@ def open_chat(
     viewport: tuple[int, int] = (1200, 800),
     init_script: str | None = None,
 ) -> tuple[Any, Any]:
-    """A fresh browser profile on the chat page; ``page.errors`` collects page errors."""
+    """A fresh browser profile on the chat page; ``page.errors`` collects page errors and
+    ``page.console`` console messages (every later tab of the profile's too)."""
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-    page = context.new_page()
+    context.on("page", watch)
+    page = watch(context.new_page())
     page.set_default_timeout(TIMEOUT)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.errors = errors
     if init_script is not None:
         page.add_init_script(init_script)
     page.goto(server.url + "/")
@@ -69,10 +69,8 @@ def test_send_stream_reload_and_second_tab(browser: Any, server: DaphneServer, s
     shot(page, "02-answered")
 
     # A second tab on the same thread sees the next answer live.
-    other = context.new_page()
+    other = watch(context.new_page())
     other.set_default_timeout(TIMEOUT)
-    other.errors = []
-    other.on("pageerror", lambda exc: other.errors.append(str(exc)))
     other.goto(f"{server.url}/?thread={thread_id}")
     other.wait_for_selector("#connection[data-status=open]")
     send(page, "tell me something long")
