@@ -71,8 +71,9 @@ export class ThreadConnection {
     this.closed = false;
     this.socket = null;
     this.timer = null;
-    /** Resolves once the first snapshot (or resume) has been applied. */
-    this.ready = new Promise((resolve) => { this.markReady = resolve; });
+    /** Resolves once the first snapshot (or resume) has been applied; rejects on close(). */
+    this.ready = new Promise((resolve, reject) => { this.markReady = resolve; this.markClosed = reject; });
+    this.ready.catch(() => {}); // nobody waiting is not an error
     this.open();
   }
 
@@ -120,6 +121,7 @@ export class ThreadConnection {
 
   close() {
     this.closed = true;
+    this.markClosed(Object.assign(new Error("connection closed"), { code: "closed" }));
     clearTimeout(this.timer);
     this.socket?.close(1000);
     this.update({ status: "closed" });
@@ -178,7 +180,11 @@ export class ThreadConnection {
           const e = frame.error ?? frame; // {"type": "error", "error": {code, message, details?}}
           if (frame.type === "ack") resolve(frame);
           else reject(Object.assign(new Error(e.message), { code: e.code, details: e.details }));
-          if (frame.type === "ack" && frame.run) this.upsertRun(s, frame.run);
+          // The ack's run is as it was created: the run's own events (which can overtake
+          // the ack) are newer, so it only adds a run this client has not heard of yet.
+          if (frame.type === "ack" && frame.run && !s.runs.some((r) => r.id === frame.run.id)) {
+            s.runs.push(frame.run);
+          }
         } else if (frame.type === "error") {
           const e = frame.error ?? frame;
           s.error = { code: e.code, message: e.message };
