@@ -62,7 +62,9 @@ document.addEventListener("keydown", (event) => {
 });
 
 async function loadThreads() {
-  threads = (await call("GET", "/threads")).threads;
+  const listed = (await call("GET", "/threads")).threads;
+  // A chat started while the list was loading stays in it.
+  threads = [...threads.filter((t) => !listed.some((l) => l.id === t.id)), ...listed];
   renderThreads();
 }
 
@@ -84,6 +86,10 @@ function renderThreads() {
 // -- the open thread --------------------------------------------------------------------
 
 function open(threadId, { push = true } = {}) {
+  if (conn && !conn.closed && conn.threadId === threadId) { // already open: keep its socket
+    setDrawer(false);
+    return;
+  }
   conn?.close();
   if (push) history.pushState({}, "", `?thread=${encodeURIComponent(threadId)}`);
   rendered.clear();
@@ -320,19 +326,20 @@ els.form.onsubmit = async (event) => {
   showError(null);
   try {
     if (!conn) await newThread();
-    await conn.ready;
-    const thread = conn.state.thread;
+    const target = conn; // the thread on screen when Enter was pressed
+    await target.ready;
+    const thread = target.state.thread;
     const title = text || els.attach.files[0]?.name || "";
     if (!thread?.title && !titledAgents.has(thread?.agent)) {
-      conn.rename(title.slice(0, 60)).catch(() => {}); // no generated title coming
+      target.rename(title.slice(0, 60)).catch(() => {}); // no generated title coming
     }
-    const attachments = await uploadAttached(conn.threadId);
+    const attachments = await uploadAttached(target.threadId);
     els.input.value = "";
     grow();
     els.attach.value = "";
     showAttached();
     const parts = [...(text ? [{ type: "text", text }] : []), ...attachments];
-    await conn.send(attachments.length ? { role: "user", parts } : text);
+    await target.send(attachments.length ? { role: "user", parts } : text);
   } catch (error) {
     els.input.value = text;
     showError(error);
@@ -369,7 +376,7 @@ async function start() {
   els.agent.replaceChildren(...agents.map((agent) => new Option(agent.name, agent.name)));
   await loadThreads();
   const id = new URLSearchParams(location.search).get("thread");
-  if (id) open(id, { push: false });
+  if (id && !conn) open(id, { push: false }); // a chat started meanwhile is already open
 }
 
 start().catch(showError);
