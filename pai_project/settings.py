@@ -76,6 +76,9 @@ if (
     # Runs touch the database from many worker threads, each operation ending like a request
     # (close_old_connections); the pool makes that close a cheap return instead of a reconnect.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # The pool checks a connection before handing it out: after a database restart the first
+    # operations get fresh connections instead of failing on ones the restart cut.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": int(os.environ.get("DATABASE_POOL_MAX_SIZE", "40")),
