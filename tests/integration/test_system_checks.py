@@ -70,10 +70,11 @@ def redis_layer_without_channels_redis(
 def celery_without_broker(settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from celery import current_app
 
+    # A Celery app reads the settings once; earlier tests in this process may have loaded it.
+    # Patched first, while it still reads the real URL, so that the undo restores that URL.
+    monkeypatch.setattr(current_app.conf, "broker_url", None)
     pai(settings, EXECUTOR="celery")
     settings.CELERY_BROKER_URL = None
-    # A Celery app reads the settings once; earlier tests in this process may have loaded it.
-    monkeypatch.setitem(current_app.conf, "broker_url", None)
 
 
 def urlconf_without_api(settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
