@@ -39,8 +39,14 @@ def start_server(
         with django_db_blocker.unblock():
             database_url = database_url_from_settings(connection.settings_dict)
     log_dir = Path(os.environ.get("PAI_ARTIFACTS_DIR") or tmp_path_factory.mktemp("logs"))
+    # One log per test module (and pass): a module's failure keeps its own server's log.
+    module = request.module.__name__.rsplit(".", 1)[-1] if request.module else "session"
+    on_postgres = os.environ.get("DATABASE_URL", "").startswith("postgres")
+    on_django6 = os.environ.get("VIRTUAL_ENV", "").endswith("-django6")
+    passname = "django6" if on_django6 else ("pg" if on_postgres else "")
+    stem = "-".join(filter(None, (name, module, passname)))
     server = DaphneServer(
-        database_url=database_url, log_path=log_dir / "servers" / f"{name}.log", env=env
+        database_url=database_url, log_path=log_dir / "servers" / f"{stem}.log", env=env
     )
     if own_database:
         server.migrate()
