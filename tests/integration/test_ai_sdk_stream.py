@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,20 +12,13 @@ import pytest
 
 from pai_agents.messages.chunks import validate_chunk
 from pai_agents.messages.reducer import reduce_chunks
-from tests.support.realtime import start_server
+from tests.support.realtime import server_fixture
 from tests.support.server import Browser, DaphneServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    django_db_setup: None,
-    django_db_blocker: Any,
-) -> Iterator[DaphneServer]:
-    yield from start_server(request, tmp_path_factory, django_db_blocker, "ai-sdk")
+server = server_fixture("ai-sdk")
 
 
 def user_message(text: str) -> dict[str, Any]:

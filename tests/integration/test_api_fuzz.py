@@ -16,15 +16,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from pai_threads.models import Run
-from tests.support.realtime import start_server
+from tests.support.realtime import server_fixture
 from tests.support.server import DaphneServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -92,14 +90,7 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "404", "409", "422"]
 )
 
 
-@pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    django_db_setup: None,
-    django_db_blocker: Any,
-) -> Iterator[DaphneServer]:
-    yield from start_server(request, tmp_path_factory, django_db_blocker, "api-fuzz")
+server = server_fixture("api-fuzz")
 
 
 def browser_session(server: DaphneServer) -> tuple[str, str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,21 +16,14 @@ from websockets.exceptions import ConnectionClosed
 from pai_agents.messages.chunks import validate_chunk
 from pai_agents.messages.reducer import reduce_chunks
 from tests.support.agents import slow_answer
-from tests.support.realtime import recv, recv_until, start_server
+from tests.support.realtime import recv, recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 from tests.support.thread_state import ThreadState
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    django_db_setup: None,
-    django_db_blocker: Any,
-) -> Iterator[DaphneServer]:
-    yield from start_server(request, tmp_path_factory, django_db_blocker, "realtime-websocket")
+server = server_fixture("realtime-websocket")
 
 
 def run_ended(run_id: str | None = None) -> Any:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from pai_threads.errors import NotFound
 from pai_threads.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import File, Message, PendingAction, QueueItem, Run, Step, Thread
-from tests.support.realtime import recv, recv_until, start_server
+from tests.support.realtime import recv, recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -166,14 +165,7 @@ def test_archive_is_a_flag_the_list_filters_on() -> None:
 # -- live clients -------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    django_db_setup: None,
-    django_db_blocker: Any,
-) -> Iterator[DaphneServer]:
-    yield from start_server(request, tmp_path_factory, django_db_blocker, "thread-delete")
+server = server_fixture("thread-delete")
 
 
 @pytest.mark.slow

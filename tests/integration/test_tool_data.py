@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from pai_threads.identity import Identity
 from pai_threads.models import Message, Run
 from pai_threads.realtime.projections import build_snapshot
 from pai_threads.store import ORMThreadStore
-from tests.support.realtime import recv, recv_until, start_server
+from tests.support.realtime import recv, recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 from tests.support.thread_state import ThreadState
 
@@ -185,14 +185,7 @@ def test_mf_012_mf_019_the_http_messages_api_joins_records_onto_tool_parts(
 # -- the thread websocket, against a real server ------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    django_db_setup: None,
-    django_db_blocker: Any,
-) -> Iterator[DaphneServer]:
-    yield from start_server(request, tmp_path_factory, django_db_blocker, "tool-data")
+server = server_fixture("tool-data")
 
 
 def _is_record(frame: dict[str, Any], *, transient: bool) -> bool:

@@ -16,7 +16,23 @@ from websockets.asyncio.client import ClientConnection
 from tests.support.server import DaphneServer
 from tests.support.workers import database_url_from_settings
 
-__all__ = ["recv", "recv_until", "start_server"]
+__all__ = ["recv", "recv_until", "server_fixture", "start_server"]
+
+
+def server_fixture(name: str, **env: str) -> Any:
+    """A module-scoped ``server`` fixture: :func:`start_server` on pytest-django's test
+    database. Use as ``server = server_fixture("name")`` in a test module."""
+
+    @pytest.fixture(scope="module")
+    def server(
+        request: pytest.FixtureRequest,
+        tmp_path_factory: pytest.TempPathFactory,
+        django_db_setup: None,
+        django_db_blocker: Any,
+    ) -> Iterator[DaphneServer]:
+        yield from start_server(request, tmp_path_factory, django_db_blocker, name, **env)
+
+    return server
 
 
 def start_server(
