@@ -14,30 +14,21 @@ background loop in the same process never pollutes the count.
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.signals import connection_created
 from django.test import override_settings
 
 from benchmarks.agents import w1_agent, w2_agent
-from benchmarks.counting import Counts, QueryCounter
 from benchmarks.workloads.common import USER_MESSAGE
 from pai_threads import services
-from pai_threads.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run
+from tests.support.query_budget import execute, measure_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-WORKERS = "pai-query-budget"
 
 # (statements + BEGIN/COMMIT, commits) per phase and database. The five commits of the tool
 # round trip are the design's budget (accept, claim, step 1 with the call, tool result,
@@ -54,70 +45,6 @@ BUDGET: dict[str, dict[str, dict[str, tuple[int, int]]]] = {
 }
 
 
-def _counted_thread() -> bool:
-    thread = threading.current_thread()
-    return thread is threading.main_thread() or thread.name.startswith(WORKERS)
-
-
-class _Counter(QueryCounter):
-    """The benchmark's counter, limited to this test's threads."""
-
-    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if not _counted_thread():
-            return execute(sql, params, many, context)
-        return super().__call__(execute, sql, params, many, context)
-
-
-@contextmanager
-def _counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Counter]:
-    counter = _Counter()
-    commit, rollback = BaseDatabaseWrapper.commit, BaseDatabaseWrapper.rollback
-
-    def counted_commit(self: BaseDatabaseWrapper) -> None:
-        commit(self)
-        if _counted_thread():
-            counter._count_end(committed=True)
-
-    def counted_rollback(self: BaseDatabaseWrapper) -> None:
-        rollback(self)
-        if _counted_thread():
-            counter._count_end(committed=False)
-
-    monkeypatch.setattr(BaseDatabaseWrapper, "commit", counted_commit)
-    monkeypatch.setattr(BaseDatabaseWrapper, "rollback", counted_rollback)
-    connection_created.connect(counter._on_connection_created, weak=False)
-    connection.execute_wrappers.append(counter)  # the test thread's connection exists already
-    try:
-        yield counter
-    finally:
-        connection.execute_wrappers.remove(counter)
-        connection_created.disconnect(counter._on_connection_created)
-
-
-def _execute(run_id: str) -> str:
-    """``aexecute_run`` on a fresh loop whose worker threads (store calls) are counted."""
-
-    async def run() -> str:
-        asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKERS)
-        )
-        outcome = await aexecute_run(run_id)
-        assert outcome is not None
-        return outcome.status
-
-    return asyncio.run(run())
-
-
-def _phase(counter: _Counter, before: Counts) -> tuple[int, int]:
-    spent = counter.snapshot() - before
-    return spent.pg_statements, spent.transactions
-
-
-def _statements(counter: _Counter, before: Counts) -> str:
-    spent = counter.snapshot() - before
-    return "\n".join(f"{n} x {sql[:160]}" for sql, n in spent.by_sql.items())
-
-
 @pytest.mark.parametrize(
     ("workload", "agent", "steps"),
     [("tool round trip", w1_agent, 2), ("one-step answer", w2_agent, 1)],
@@ -125,30 +52,14 @@ def _statements(counter: _Counter, before: Counts) -> str:
 def test_a_simple_run_spends_its_pinned_sql_budget(
     monkeypatch: pytest.MonkeyPatch, workload: str, agent: Any, steps: int
 ) -> None:
-    identity = Identity(scope_key="budget", data={})
-    pai = {**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], w1_agent, w2_agent]}
+    measured = measure_run(monkeypatch, agent)
     expected = BUDGET[connection.vendor][workload]
-    with override_settings(PAI=pai):
-        for _ in range(2):  # warm-up: first-use work (lazy imports, caches) is not the budget
-            thread = services.create_thread(identity, agent=agent.name)
-            run = services.send(identity, thread.id, USER_MESSAGE, dispatch=False).run
-            assert run is not None and _execute(run.id) == "completed"
-        thread = services.create_thread(identity, agent=agent.name)
-        with _counting(monkeypatch) as counter:
-            before = counter.snapshot()
-            sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
-            accept, accepted = _phase(counter, before), counter.snapshot()
-            assert sent.run is not None
-            assert _execute(sent.run.id) == "completed"
-            execution = _phase(counter, accepted)
-            listing = _statements(counter, accepted)
-
-    run = Run.objects.get(id=sent.run.id)
+    run = measured.run
     assert run.step_count == steps and run.lease_owner == ""
     assert Message.objects.filter(run=run).count() == 1 + steps
-    assert {"accept": accept, "execution": execution} == expected, (
+    assert measured.phases == expected, (
         f"{workload} on {connection.vendor}: (statements incl. BEGIN/COMMIT, commits) "
-        f"changed; execution sent:\n{listing}"
+        f"changed; execution sent:\n{measured.listing}"
     )
 
 
@@ -168,7 +79,7 @@ def test_events_built_from_returned_rows_equal_fresh_reads() -> None:
     with override_settings(PAI=pai):
         thread = services.create_thread(identity, agent=w1_agent.name)
         sent = services.send(identity, thread.id, message, dispatch=False)
-        assert sent.run is not None and _execute(sent.run.id) == "completed"
+        assert sent.run is not None and execute(sent.run.id) == "completed"
 
         async def events() -> list[dict[str, Any]]:
             buffer = get_buffer()
