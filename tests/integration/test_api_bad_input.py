@@ -310,6 +310,12 @@ def test_multipart_without_a_boundary_is_400_on_cancel_and_regenerate(client: Cl
     assert Run.objects.get(id=run_id).status in Run.ACTIVE
     assert Run.objects.filter(thread_id=thread_id).count() == 1
     assert Message.objects.filter(thread_id=thread_id, role="user").count() == 1
+    # The run executes on the in-process executor: let it reach its approval before the
+    # test database is flushed (a flush racing its writes deadlocks on PostgreSQL).
+    deadline = time.monotonic() + 30
+    while Run.objects.get(id=run_id).status != Run.Status.WAITING:
+        assert time.monotonic() < deadline, "the run never reached its approval"
+        time.sleep(0.05)
 
 
 @pytest.mark.parametrize(
