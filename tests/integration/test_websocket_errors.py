@@ -10,13 +10,12 @@ thread's rows are unchanged, and the server logged no traceback (never a 1011 cl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.support.realtime import recv, recv_until, start_server
+from tests.support.realtime import recv, recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 from tests.support.ws_probe import (
     assert_clean_log,
@@ -29,20 +28,7 @@ from tests.support.ws_probe import (
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    django_db_setup: None,
-    django_db_blocker: Any,
-) -> Iterator[DaphneServer]:
-    yield from start_server(
-        request,
-        tmp_path_factory,
-        django_db_blocker,
-        "websocket-errors",
-        DJANGO_SETTINGS_MODULE="tests.support.ws_settings",
-    )
+server = server_fixture("websocket-errors", DJANGO_SETTINGS_MODULE="tests.support.ws_settings")
 
 
 def _nested(depth: int) -> str:

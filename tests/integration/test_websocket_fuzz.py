@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,7 +24,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 
-from tests.support.realtime import recv_until, start_server
+from tests.support.realtime import recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 from tests.support.ws_probe import (
     EVENT_TYPES,
@@ -62,20 +61,7 @@ CLIENT_ERRORS = frozenset(
 )
 
 
-@pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    django_db_setup: None,
-    django_db_blocker: Any,
-) -> Iterator[DaphneServer]:
-    yield from start_server(
-        request,
-        tmp_path_factory,
-        django_db_blocker,
-        "websocket-fuzz",
-        DJANGO_SETTINGS_MODULE="tests.support.ws_settings",
-    )
+server = server_fixture("websocket-fuzz", DJANGO_SETTINGS_MODULE="tests.support.ws_settings")
 
 
 # -- strategies -------------------------------------------------------------------------
