@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from pai_threads.conf import pai_settings
 from pai_threads.models import Run
+from pai_threads.store_sql import lease_expired
 
 __all__ = ["Sweep", "Sweeper", "find_stalled_runs", "recover_runs", "waiting_dispatches"]
 
@@ -34,9 +35,7 @@ logger = logging.getLogger("pai.recovery")
 def find_stalled_runs(limit: int = 500) -> list[str]:
     now = timezone.now()
     queued_before = now - timedelta(seconds=pai_settings.REDISPATCH_QUEUED_AFTER_SECONDS)
-    stalled = Q(status=Run.Status.RUNNING, lease_expires_at__lt=now) | Q(
-        status=Run.Status.QUEUED, created_at__lt=queued_before
-    )
+    stalled = lease_expired(now) | Q(status=Run.Status.QUEUED, created_at__lt=queued_before)
     return list(
         Run.objects.filter(stalled).order_by("created_at").values_list("id", flat=True)[:limit]
     )

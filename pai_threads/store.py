@@ -2,9 +2,10 @@
 
 Each method is one short synchronous transaction, called from the engine through
 ``sync_to_async``. Fencing: a write transaction starts with a conditional UPDATE of the run
-row (``lease_token = <ours> AND status = running``); zero rows means the lease is gone and
-the transaction raises :class:`LeaseLost` before writing anything. The UPDATE also locks
-the run row until commit, so a concurrent claim (which bumps the token) waits for us.
+row on the lease predicate (:func:`pai_threads.store_sql.lease_held`); zero rows means the
+lease is gone and the transaction raises :class:`LeaseLost` before writing anything. The
+UPDATE also locks the run row until commit, so a concurrent claim (which bumps the token)
+waits for us.
 
 The hot path (claim, step commits, tool results; docs/benchmarks.md W1) spends as few
 statements as the guarantees allow: writes return what they wrote (``RETURNING``) into the
@@ -22,7 +23,8 @@ from datetime import timedelta
 from typing import Any, cast
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from pai_agents.engine.store import (
@@ -51,9 +53,13 @@ from pai_threads.run_facts import RunFacts
 from pai_threads.store_sql import (
     MESSAGE_COLUMNS,
     convert,
+    fence,
+    held_exists_sql,
+    held_runs,
     input_messages,
     input_messages_sql,
     insert_sql,
+    lease_expired,
     model_fields,
     pending_sql,
     qn,
@@ -66,11 +72,8 @@ from pai_threads.suspensions import suspension_episode
 __all__ = ["ORMThreadStore"]
 
 
-def _fence(lease: Lease, **changes: Any) -> None:
-    """Check (and lock) the lease inside the current transaction, applying ``changes``."""
-    fenced = Run.objects.filter(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
-    if fenced.update(**(changes or {"lease_token": F("lease_token")})) != 1:
-        raise LeaseLost(lease.run_id)
+# The name pai_threads.lifecycle_store imports; new code uses store_sql.fence.
+_fence = fence
 
 
 _RUN_TABLE = Run._meta.db_table
@@ -111,17 +114,13 @@ def _run_column(name: str) -> str:
     return f"{qn(_RUN_TABLE)}.{qn(name)}"
 
 
-def _fenced_runs(lease: Lease) -> Any:
-    return Run.objects.filter(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
-
-
 def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[str, list[Any]]:
     """The fencing UPDATE, returning the run, ``EXISTS`` queued input [, pending actions].
 
     In the transaction that ends a run the thread lock is taken by an earlier statement, so
     this statement's snapshot already holds every queued input a send could have added.
     """
-    sql, params = update_sql(_fenced_runs(lease), changes or {"lease_token": F("lease_token")})
+    sql, params = update_sql(held_runs(lease), changes or {"lease_token": F("lease_token")})
     queued, queued_params = queued_sql(_run_column("thread_id"))
     columns = [returning_sql(_RUN_FIELDS, _RUN_TABLE), queued]
     params += queued_params
@@ -144,7 +143,7 @@ def _fenced_row(row: Sequence[Any], *, sides: bool) -> _Fenced:
 def _fence_returning(
     lease: Lease, changes: dict[str, Any] | None = None, *, sides: bool = False
 ) -> _Fenced:
-    """:func:`_fence` that also returns the run row and the thread's side state."""
+    """:func:`fence` that also returns the run row and the thread's side state."""
     sql, params = _fence_sql(lease, changes or {}, sides=sides)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -168,13 +167,13 @@ def _write_step(
     statements in the caller's transaction.
     """
     if connection.vendor == "postgresql":
-        fence, params = _fence_sql(lease, changes, sides=sides)
+        fencing, params = _fence_sql(lease, changes, sides=sides)
         insert, insert_params = insert_sql(message, source="pai_fence", returning=_MESSAGE_FIELDS)
         step_insert, step_params = insert_sql(
             step, source="pai_message", columns={"message_id": f"pai_message.{qn('id')}"}
         )
         sql = (
-            f"WITH pai_fence AS ({fence}), pai_message AS ({insert}), "  # noqa: S608
+            f"WITH pai_fence AS ({fencing}), pai_message AS ({insert}), "  # noqa: S608
             f"pai_step AS ({step_insert}) SELECT * FROM pai_fence, pai_message"
         )
         with connection.cursor() as cursor:
@@ -202,20 +201,13 @@ def _update_parts(
 
     ``fenced``: the statement fences itself with a locking ``EXISTS`` on the run row (the
     lock a fencing UPDATE takes, released at the statement's commit), so a message update
-    without a run change is one autocommit statement. SQLite locks the whole database for
-    any write, so its ``EXISTS`` needs no lock clause.
+    without a run change is one autocommit statement.
     """
     sql, params = update_sql(rows, {"parts": parts, "updated_at": timezone.now()})
     if fenced:
-        lock = ""
-        if connection.features.has_select_for_update:
-            lock = " " + connection.ops.for_update_sql(no_key=True)
-        run = qn(_RUN_TABLE)
-        sql += (
-            f" AND EXISTS (SELECT 1 FROM {run} WHERE {_run_column('id')} = %s AND "  # noqa: S608
-            f"{_run_column('lease_token')} = %s AND {_run_column('status')} = %s{lock})"
-        )
-        params += [lease.run_id, lease.token, Run.Status.RUNNING.value]
+        held, held_params = held_exists_sql(lease)
+        sql += f" AND {held}"
+        params += held_params
     queued, queued_params = queued_sql(f"{qn(Message._meta.db_table)}.{qn('thread_id')}")
     sql += f" RETURNING {returning_sql(_MESSAGE_FIELDS, Message._meta.db_table)}, {queued}"
     with connection.cursor() as cursor:
@@ -241,30 +233,20 @@ def _claim_returning(
     messages (announced to subscribers at once): one round trip instead of three.
     """
     now = timezone.now()
-    ops = connection.ops
-    table = qn(_RUN_TABLE)
+    claimable = Run.objects.filter(Q(status=Run.Status.QUEUED) | lease_expired(now), id=run_id)
+    changes = {
+        "status": Run.Status.RUNNING,
+        "lease_owner": owner,
+        "lease_expires_at": now + timedelta(seconds=lease_seconds),
+        "lease_token": F("lease_token") + 1,
+        "attempt": F("attempt") + 1,
+        "started_at": Coalesce(F("started_at"), Value(now)),
+    }
+    sql, params = update_sql(claimable, changes)
     queued, queued_params = queued_sql(_run_column("thread_id"))
     inputs, inputs_params = input_messages_sql(_run_column("id"))
-    # Identifiers are the model's own table and constant column names; values are parameters.
-    sql = (
-        f"UPDATE {table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "  # noqa: S608
-        "lease_token = lease_token + 1, attempt = attempt + 1, "
-        "started_at = COALESCE(started_at, %s) "
-        "WHERE id = %s AND (status = %s OR (status = %s AND lease_expires_at < %s)) "
-        f"RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"
-    )
-    params = [
-        Run.Status.RUNNING.value,
-        owner,
-        ops.adapt_datetimefield_value(now + timedelta(seconds=lease_seconds)),
-        ops.adapt_datetimefield_value(now),
-        run_id,
-        Run.Status.QUEUED.value,
-        Run.Status.RUNNING.value,
-        ops.adapt_datetimefield_value(now),
-        *queued_params,
-        *inputs_params,
-    ]
+    sql += f" RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"
+    params += [*queued_params, *inputs_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -402,7 +384,7 @@ class ORMThreadStore:
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
         # One statement: the fencing UPDATE returns the cancel request and the queue.
         expires = timezone.now() + timedelta(seconds=lease_seconds)
-        sql, params = update_sql(_fenced_runs(lease), {"lease_expires_at": expires})
+        sql, params = update_sql(held_runs(lease), {"lease_expires_at": expires})
         queued, queued_params = queued_sql(_run_column("thread_id"))
         sql += f" RETURNING {_run_column('cancel_requested_at')}, {queued}"
         with connection.cursor() as cursor:
@@ -433,7 +415,7 @@ class ORMThreadStore:
                     self.facts.queue_observed(lease.run_id, updated[1])
                     return
             with transaction.atomic():
-                _fence(lease)
+                fence(lease)
                 if not rows.update(parts=parts, updated_at=timezone.now()):
                     Message.objects.create(
                         **_output_message(lease, message, step_index),
@@ -555,7 +537,7 @@ class ORMThreadStore:
         if outcome is None:
             # No run change: one statement, fenced by a locking EXISTS on the run row.
             updated = _update_parts(lease, _message_of(lease, message), parts, fenced=True)
-            if updated is None and not _fenced_runs(lease).exists():
+            if updated is None and not held_runs(lease).exists():
                 raise LeaseLost(lease.run_id)
         else:
             with transaction.atomic():
@@ -610,7 +592,7 @@ class ORMThreadStore:
 
     def begin_actions_sync(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
         with transaction.atomic():
-            _fence(lease)
+            fence(lease)
             PendingAction.objects.filter(
                 run_id=lease.run_id,
                 tool_call_id__in=list(tool_call_ids),
@@ -647,7 +629,7 @@ class ORMThreadStore:
         now = timezone.now()
         with transaction.atomic():
             lock_thread(lease.thread_id)
-            _fence(lease)
+            fence(lease)
             items = list(
                 QueueItem.objects.filter(pk__in=lead, status=QueueItem.Status.QUEUED).order_by(
                     "created_at", "id"

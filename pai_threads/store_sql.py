@@ -1,4 +1,9 @@
-"""Statement builders for the ORM store's hot path: writes that return what they wrote.
+"""The ORM store's statements: the lease predicate, and writes that return what they wrote.
+
+The lease predicate is written once, here (:func:`lease_held`): every fenced write of the
+ORM store and of the lifecycle facade checks it, as a ``Q`` (:func:`fence`,
+:func:`held_runs`) or as the SQL it compiles to (:func:`held_exists_sql`). Its complement
+for takeovers, :func:`lease_expired`, is what a claim and the sweeper look for.
 
 Django's ``QuerySet.update()`` reports a row count only, so the store would have to read a
 row back after writing it (and the realtime publisher once more). These helpers compile the
@@ -12,24 +17,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from django.db import connection
-from django.db.models import Field, Model, QuerySet
+from django.db.models import F, Field, Model, Q, QuerySet
 from django.db.models.sql import InsertQuery, UpdateQuery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from pai_threads.models import Message, PendingAction, QueueItem
+from pai_agents.engine.store import Lease, LeaseLost
+from pai_threads.models import Message, PendingAction, QueueItem, Run
 
 __all__ = [
     "MESSAGE_COLUMNS",
     "ReturnedRow",
     "convert",
+    "fence",
+    "held_exists_sql",
+    "held_runs",
     "input_messages",
     "input_messages_sql",
     "insert_sql",
+    "lease_expired",
+    "lease_held",
     "model_fields",
     "pending_sql",
     "queued_sql",
@@ -59,6 +70,39 @@ MESSAGE_COLUMNS = (
 # Embedded as JSON values (not as strings holding JSON) in SQLite's json_object().
 _JSON_FIELDS = frozenset({"parts", "metadata", "usage", "diagnostics"})
 _DATETIME_FIELDS = frozenset({"created_at", "updated_at"})
+
+
+def lease_held(lease: Lease) -> Q:
+    """The lease predicate: the write is made by the run's current lease holder (the run
+    row still carries this execution's fencing token, and the run is still running)."""
+    return Q(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
+
+
+def lease_expired(now: datetime) -> Q:
+    """A running run whose lease ran out at ``now``: another claim may take it over."""
+    return Q(status=Run.Status.RUNNING, lease_expires_at__lt=now)
+
+
+def held_runs(lease: Lease) -> QuerySet[Run]:
+    """The run row, if ``lease`` still holds it (for a fencing UPDATE)."""
+    return Run.objects.filter(lease_held(lease))
+
+
+def fence(lease: Lease, **changes: Any) -> None:
+    """Check (and lock) the lease inside the current transaction, applying ``changes``;
+    :class:`LeaseLost` (before anything is written) when it no longer holds."""
+    if held_runs(lease).update(**(changes or {"lease_token": F("lease_token")})) != 1:
+        raise LeaseLost(lease.run_id)
+
+
+def held_exists_sql(lease: Lease) -> tuple[str, list[Any]]:
+    """``EXISTS`` the run row held by ``lease``, locking it as a fencing UPDATE does (until
+    the statement's commit). SQLite locks the whole database for any write: no lock clause."""
+    query = held_runs(lease).order_by().values("pk").query
+    sql, params = query.get_compiler(connection=connection).as_sql()
+    if connection.features.has_select_for_update:
+        sql += " " + connection.ops.for_update_sql(no_key=True)
+    return f"EXISTS ({sql})", list(params)
 
 
 def model_fields(model: type[Model], names: Iterable[str]) -> tuple[Field[Any, Any], ...]:
