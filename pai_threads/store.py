@@ -568,10 +568,11 @@ class ORMThreadStore:
         with transaction.atomic():
             changes = _outcome_changes(RunOutcome(status="waiting", usage=usage))
             fenced = _fence_returning(lease, changes)
-            Message.objects.filter(run_id=lease.run_id, message_id=message["id"]).update(
-                parts=_stored_parts(message),
-                updated_at=timezone.now(),
+            stored = _message_of(lease, message).update(
+                parts=_stored_parts(message), updated_at=timezone.now()
             )
+            if not stored:  # no pending action for a message the run does not have
+                raise LookupError(f"run {lease.run_id} has no message {message['id']}")
             PendingAction.objects.bulk_create(
                 PendingAction(
                     thread_id=lease.thread_id,
