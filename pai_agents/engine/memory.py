@@ -12,8 +12,9 @@ import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pai_agents.engine.memory_lifecycle import EngineLifecycleBackend
 from pai_agents.engine.store import (
     TERMINAL_STATUSES,
     ActionRequest,
@@ -32,9 +33,6 @@ from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.messages.parts import check_part_types
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import Usage
-
-if TYPE_CHECKING:
-    from pai_agents.engine.memory_lifecycle import EngineLifecycleBackend
 
 __all__ = ["InMemoryThreadStore", "MemoryMessage", "MemoryRun"]
 
@@ -412,8 +410,6 @@ class InMemoryThreadStore:
         """The facade backend over this store's rows (created on first use)."""
         backend = self.__dict__.get("_lifecycle")
         if backend is None:
-            from pai_agents.engine.memory_lifecycle import EngineLifecycleBackend
-
             backend = self.__dict__["_lifecycle"] = EngineLifecycleBackend(self)
         return backend
 
@@ -422,6 +418,16 @@ class InMemoryThreadStore:
 
     def lifecycle_run_metadata(self, lease: Lease, *, schemas: Any = None) -> tuple[Any, Any]:
         return self.lifecycle.run_clients(lease, schemas=schemas)
+
+    def append_lifecycle_message(
+        self, thread_id: str, message: UIMessage, *, context: bool
+    ) -> None:
+        """Store a message a lifecycle hook appended (no run; see ``EngineLifecycleBackend``)."""
+        self._append(
+            MemoryMessage(
+                message=message, thread_id=thread_id, run_id=None, position=0, context=context
+            )
+        )
 
     # -- internals --
 

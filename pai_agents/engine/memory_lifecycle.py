@@ -1,38 +1,52 @@
 """The lifecycle facade of :class:`~pai_agents.engine.memory.InMemoryThreadStore`.
 
-It reuses the reference backend :class:`~pai_agents.lifecycle.memory.InMemoryLifecycleStore`
-(scoping, fencing, staged ``mutate``, pages, metadata validation) over the engine store's
-own threads, runs and messages, so hooks in engine tests read and write the very rows the
-engine commits, fenced by the engine's lease tokens.
+It is the reference backend :class:`~pai_agents.lifecycle.memory.InMemoryLifecycleStore`
+(scoping, fencing, staged ``mutate``, pages, metadata validation, all in the one facade of
+:mod:`pai_agents.lifecycle.thread_facade`) over the engine store's own threads, runs and
+messages, so hooks in engine tests read and write the very rows the engine commits, fenced
+by the engine's lease tokens.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from pai_agents.engine.store import Lease, LeaseLost
+from pai_agents.lifecycle.backend import LeaseLike
 from pai_agents.lifecycle.facade import LifecycleMessage, MessageVisibility, RunMetadataClient
 from pai_agents.lifecycle.memory import (
     InMemoryLifecycleStore,
-    InMemoryThreadFacade,
     LeaseRef,
-    _Row,
-    _Run,
-    _Thread,
+    MessageRecord,
+    RunRecord,
+    ThreadRecord,
 )
-from pai_agents.lifecycle.metadata import AgentMetadataSchemas
+from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataBags
+from pai_agents.lifecycle.thread_facade import LifecycleThreadFacade
+from pai_agents.messages.types import UIMessage
 
-if TYPE_CHECKING:
-    from pai_agents.engine.memory import InMemoryThreadStore, MemoryMessage
+__all__ = ["EngineLifecycleBackend", "EngineRows"]
 
-__all__ = ["EngineLifecycleBackend"]
+
+class EngineRows(Protocol):
+    """What this backend reads and writes of the engine store."""
+
+    threads: dict[str, dict[str, Any]]
+    runs: dict[str, Any]  # run id -> MemoryRun (scope_key, thread_id, status, lease_token)
+    messages: list[Any]  # MemoryMessage (message, thread_id, status, context, position)
+
+    def append_lifecycle_message(
+        self, thread_id: str, message: UIMessage, *, context: bool
+    ) -> None:
+        """Store a message a hook appended (no run, committed)."""
+        ...
 
 
 class _EngineRow:
     """A stored engine message seen as a lifecycle row; visibility writes go back to it."""
 
-    def __init__(self, backend: EngineLifecycleBackend, stored: MemoryMessage, scope: str):
+    def __init__(self, backend: EngineLifecycleBackend, stored: Any, scope: str) -> None:
         self._backend = backend
         self._stored = stored
         self.position = stored.position
@@ -63,7 +77,7 @@ class _EngineRow:
 class EngineLifecycleBackend(InMemoryLifecycleStore):
     """:class:`InMemoryLifecycleStore` whose rows and leases are the engine store's."""
 
-    def __init__(self, store: InMemoryThreadStore, **options: Any) -> None:
+    def __init__(self, store: EngineRows, **options: Any) -> None:
         super().__init__(**options)
         self.engine_store = store
         # message id -> (in transcript, private metadata): facts the engine rows lack.
@@ -75,7 +89,7 @@ class EngineLifecycleBackend(InMemoryLifecycleStore):
         *,
         resolver: bool = False,
         schemas: AgentMetadataSchemas | None = None,
-    ) -> InMemoryThreadFacade:
+    ) -> LifecycleThreadFacade:
         self._thread(lease.scope_key, lease.thread_id, schemas)
         return self.facade(
             lease.scope_key,
@@ -94,11 +108,15 @@ class EngineLifecycleBackend(InMemoryLifecycleStore):
         )
         return cast(RunMetadataClient, private), cast(RunMetadataClient, public)
 
-    # -- InMemoryLifecycleStore internals, backed by the engine store --
+    def run_bags(self, run_id: str) -> MetadataBags:
+        self._run_row(run_id)
+        return super().run_bags(run_id)
+
+    # -- InMemoryLifecycleStore's storage, backed by the engine store --
 
     def _thread(
         self, scope_key: str, thread_id: str, schemas: AgentMetadataSchemas | None = None
-    ) -> _Thread:
+    ) -> ThreadRecord:
         key = (scope_key, thread_id)
         if key not in self._threads:
             info = self.engine_store.threads.get(thread_id)
@@ -107,7 +125,7 @@ class EngineLifecycleBackend(InMemoryLifecycleStore):
             self.create_thread(scope_key, thread_id, schemas=schemas.thread if schemas else None)
         return self._threads[key]
 
-    def _run_row(self, run_id: str, schemas: AgentMetadataSchemas | None = None) -> _Run:
+    def _run_row(self, run_id: str, schemas: AgentMetadataSchemas | None = None) -> RunRecord:
         run = self.engine_store.runs[run_id]
         if run_id not in self._runs:
             self.start_run(
@@ -117,17 +135,13 @@ class EngineLifecycleBackend(InMemoryLifecycleStore):
         cached.token, cached.status = run.lease_token, run.status
         return cached
 
-    def _fence(self, lease: LeaseRef) -> _Run:
+    def _fence(self, lease: LeaseLike) -> RunRecord:
         run = self.engine_store.runs.get(lease.run_id)
         if run is None or run.lease_token != lease.token or run.status != "running":
             raise LeaseLost(lease.run_id)
         return self._run_row(lease.run_id)
 
-    def run_bags(self, run_id: str) -> Any:
-        self._run_row(run_id)
-        return super().run_bags(run_id)
-
-    def _thread_rows(self, scope_key: str, thread_id: str) -> list[_Row]:
+    def _thread_rows(self, scope_key: str, thread_id: str) -> list[MessageRecord]:
         info = self.engine_store.threads.get(thread_id)
         if info is None or info["scope_key"] != scope_key:
             return []
@@ -136,19 +150,12 @@ class EngineLifecycleBackend(InMemoryLifecycleStore):
             for m in self.engine_store.messages
             if m.thread_id == thread_id and m.status == "committed"
         ]
-        return cast(list[_Row], rows)
+        return cast(list[MessageRecord], rows)
 
-    def _insert(self, thread: _Thread, message: LifecycleMessage) -> None:
-        from pai_agents.engine.memory import MemoryMessage
-
-        ui = message.to_ui_message()
+    def _insert(self, thread: ThreadRecord, message: LifecycleMessage) -> None:
         self.extras[message.id] = (message.visibility.transcript, dict(message.private_metadata))
-        self.engine_store._append(
-            MemoryMessage(
-                message=copy.deepcopy(ui),
-                thread_id=thread.thread_id,
-                run_id=None,
-                position=0,
-                context=message.visibility.context,
-            )
+        self.engine_store.append_lifecycle_message(
+            thread.thread_id,
+            copy.deepcopy(message.to_ui_message()),
+            context=message.visibility.context,
         )

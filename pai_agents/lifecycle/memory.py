@@ -1,9 +1,10 @@
 """An in-memory lifecycle backend: the facade's executable description and a unit-test double.
 
-It enforces what a real backend must: partition and thread scoping (LC-004), lease
-fencing of every write (LC-032, LC-033), staged atomic ``mutate`` with compare-and-set
-(LC-035..LC-039), whole-object metadata validation (LC-025), bounded pages with opaque
-tokens (LC-021..LC-023) and client-visible events only for public changes (LC-029..LC-031).
+It implements :class:`~pai_agents.lifecycle.backend.LifecycleBackend` with dicts under one
+lock, under the one facade of :mod:`~pai_agents.lifecycle.thread_facade`: partition and
+thread scoping (LC-004), lease fencing of every write (LC-032, LC-033), staged atomic
+``mutate`` with compare-and-set (LC-035..LC-039), bounded pages (LC-021..LC-023) and
+client-visible events only for public changes (LC-029..LC-031, in :attr:`events`).
 
 Reads and writes here never wait, so every client method returns an already-completed
 awaitable: ``await`` it as usual; sync hooks running in a worker thread may also call it.
@@ -11,63 +12,54 @@ awaitable: ``await`` it as usual; sync hooks running in a worker thread may also
 
 from __future__ import annotations
 
-import builtins
 import copy
 import threading
-from collections.abc import Awaitable, Callable, Collection, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
-from pai_agents._callables import call_user
 from pai_agents.engine.store import LeaseLost
 from pai_agents.ids import new_id
-from pai_agents.json import JsonObject, NotStrictJson, ensure_strict_json
-from pai_agents.lifecycle._tokens import decode_page_token, encode_page_token
-from pai_agents.lifecycle.facade import (
-    ContextProjection,
-    InvalidLifecycleWrite,
-    LifecycleMessage,
-    MessageOrder,
-    MessageView,
-    MessageVisibility,
-    MutationConflict,
-    Page,
+from pai_agents.json import JsonObject
+from pai_agents.lifecycle.backend import (
+    Bag,
+    LeaseLike,
+    PageQuery,
+    PositionedMessage,
+    Ready,
+    StagedWrite,
+    ThreadHead,
+    ThreadScope,
 )
+from pai_agents.lifecycle.facade import LifecycleMessage, MessageVisibility
 from pai_agents.lifecycle.history import matches_view
-from pai_agents.lifecycle.metadata import (
-    AgentMetadataSchemas,
-    InvalidMetadata,
-    MetadataBags,
-    MetadataSchemas,
-    SchemaLike,
-    merge_metadata,
-    replace_metadata,
+from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataBags, MetadataSchemas
+from pai_agents.lifecycle.thread_facade import LifecycleThreadFacade, RunMetadataFacade
+from pai_agents.lifecycle.validation import (
+    NATIVE_PART_TYPES,
+    merged_bag,
+    validated_bag,
+    with_visibility,
 )
-from pai_agents.messages.model_messages import to_model_messages
 from pai_agents.messages.types import UIMessagePart
 
-__all__ = ["NATIVE_PART_TYPES", "InMemoryLifecycleStore", "InMemoryThreadFacade", "LeaseRef"]
+__all__ = [
+    "NATIVE_PART_TYPES",
+    "InMemoryLifecycleStore",
+    "InMemoryThreadFacade",
+    "LeaseRef",
+    "MessageRecord",
+    "RunRecord",
+    "ThreadRecord",
+]
 
 T = TypeVar("T")
-# Contract-neutral native parts lifecycle code may author (LC-012).
-NATIVE_PART_TYPES = frozenset(
-    {"text", "reasoning", "file", "source-url", "source-document", "step-start", "dynamic-tool"}
-)
-_ROLES = frozenset({"system", "user", "assistant"})
-
-
-class _Ready(Generic[T]):
-    """An awaitable whose value is already known."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: T) -> None:
-        self._value = value
-
-    def __await__(self) -> Generator[Any, None, T]:
-        if False:  # pragma: no cover - makes this a generator
-            yield
-        return self._value
+# The facade on this backend (the name this module has always exported).
+InMemoryThreadFacade = LifecycleThreadFacade
+# Former private names still imported by pai_agents.engine.rewrites and pai_threads.trusted:
+# use pai_agents.lifecycle.validation's public names instead.
+_bag, _merged, _with_visibility = validated_bag, merged_bag, with_visibility
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +71,9 @@ class LeaseRef:
 
 
 @dataclass(kw_only=True)
-class _Thread:
+class ThreadRecord:
+    """A stored thread: its metadata bags and version."""
+
     scope_key: str
     thread_id: str
     private: JsonObject
@@ -88,7 +82,9 @@ class _Thread:
 
 
 @dataclass(kw_only=True)
-class _Run:
+class RunRecord:
+    """A stored run: its thread, metadata bags and lease (status and fencing token)."""
+
     run_id: str
     scope_key: str
     thread_id: str
@@ -99,25 +95,13 @@ class _Run:
 
 
 @dataclass(kw_only=True)
-class _Row:
+class MessageRecord:
+    """A stored message at its position."""
+
     position: int
     scope_key: str
     thread_id: str
     message: LifecycleMessage
-
-
-@dataclass(kw_only=True)
-class _Work:
-    """The staged result of one commit, built on copies; swapped in only if every op passed."""
-
-    thread: _Thread
-    private: JsonObject
-    public: JsonObject
-    visibility: dict[str, MessageVisibility] = field(default_factory=dict)
-    appended: list[LifecycleMessage] = field(default_factory=list)
-
-
-_Op = Callable[[_Work], None]
 
 
 class InMemoryLifecycleStore:
@@ -138,9 +122,9 @@ class InMemoryLifecycleStore:
         self.message_schemas = message_metadata
         self.registered_tools = frozenset(registered_tools)
         self.max_page_size = max_page_size
-        self._threads: dict[tuple[str, str], _Thread] = {}
-        self._runs: dict[str, _Run] = {}
-        self._rows: list[_Row] = []
+        self._threads: dict[tuple[str, str], ThreadRecord] = {}
+        self._runs: dict[str, RunRecord] = {}
+        self._rows: list[MessageRecord] = []
         self._position = 0
         self.events: list[dict[str, Any]] = []  # what clients would be sent
 
@@ -156,7 +140,7 @@ class InMemoryLifecycleStore:
         schemas = schemas or self.thread_schemas
         bags = schemas.initial() if schemas else MetadataBags(private={}, public={})
         thread_id = thread_id or new_id("thr")
-        self._threads[(scope_key, thread_id)] = _Thread(
+        self._threads[(scope_key, thread_id)] = ThreadRecord(
             scope_key=scope_key, thread_id=thread_id, private=bags.private, public=bags.public
         )
         return thread_id
@@ -195,7 +179,7 @@ class InMemoryLifecycleStore:
         """A running run whose metadata starts as the parsed ``{}`` (AD-031, AD-032)."""
         schemas = schemas or self.run_schemas
         bags = schemas.initial() if schemas else MetadataBags(private={}, public={})
-        run = _Run(
+        run = RunRecord(
             run_id=run_id or new_id("run"),
             scope_key=scope_key,
             thread_id=thread_id,
@@ -242,514 +226,143 @@ class InMemoryLifecycleStore:
         self,
         scope_key: str,
         thread_id: str,
-        lease: LeaseRef,
+        lease: LeaseLike,
         *,
         resolver: bool = False,
         schemas: AgentMetadataSchemas | None = None,
-    ) -> InMemoryThreadFacade:
+    ) -> LifecycleThreadFacade:
         """``schemas`` (the agent's) take precedence over the store-wide ones."""
         if (scope_key, thread_id) not in self._threads:
             raise LookupError(thread_id)
-        return InMemoryThreadFacade(
-            _Scope(self, scope_key, thread_id, lease, schemas), resolver=resolver
+        scope = ThreadScope(
+            scope_key=scope_key,
+            thread_id=thread_id,
+            lease=lease,
+            thread_schemas=schemas.thread if schemas is not None else self.thread_schemas,
+            message_schemas=(schemas.message if schemas is not None else None)
+            or self.message_schemas,
         )
+        return LifecycleThreadFacade(self, scope, resolver=resolver)
 
     def run_metadata_clients(
-        self, lease: LeaseRef, *, schemas: AgentMetadataSchemas | None = None
-    ) -> tuple[_RunMetadata, _RunMetadata]:
+        self, lease: LeaseLike, *, schemas: AgentMetadataSchemas | None = None
+    ) -> tuple[RunMetadataFacade, RunMetadataFacade]:
         """``(run.private_metadata, run.metadata)`` for the run ``lease`` claims."""
         run = schemas.run if schemas is not None else self.run_schemas
         return (
-            _RunMetadata(self, lease, "private", run),
-            _RunMetadata(self, lease, "public", run),
+            RunMetadataFacade(self, lease, "private", run),
+            RunMetadataFacade(self, lease, "public", run),
         )
 
-    # -- internals --
+    # -- the backend protocol (pai_agents.lifecycle.backend.LifecycleBackend) --
 
-    def _fence(self, lease: LeaseRef) -> _Run:
+    def call(self, fn: Callable[[], T]) -> Awaitable[T]:
+        return Ready(fn())
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        return self._lock
+
+    def fence(self, lease: LeaseLike) -> None:
+        self._fence(lease)
+
+    def lock_thread(self, scope: ThreadScope) -> ThreadHead:
+        run = self._runs[scope.lease.run_id]
+        if (run.scope_key, run.thread_id) != (scope.scope_key, scope.thread_id):
+            raise LeaseLost(scope.lease.run_id)  # another thread's lease fences nothing here
+        thread = self._threads[(scope.scope_key, scope.thread_id)]
+        return ThreadHead(
+            version=thread.version, private=thread.private, public=thread.public, handle=thread
+        )
+
+    def persist(self, scope: ThreadScope, head: ThreadHead, write: StagedWrite) -> None:
+        thread: ThreadRecord = head.handle
+        for message in write.appended:
+            self._insert(thread, message)
+        if write.visibility:
+            rows = {r.message.id: r for r in self._thread_rows(scope.scope_key, scope.thread_id)}
+            for message_id, visibility in write.visibility.items():
+                row = rows[message_id]
+                row.message = with_visibility(row.message, visibility)
+        public_changed = write.public != thread.public
+        thread.private, thread.public = write.private, write.public
+        thread.version += 1
+        if write.appended or write.visibility or public_changed:
+            self.events.append(
+                {
+                    "type": "thread.head",
+                    "threadId": thread.thread_id,
+                    "version": thread.version,
+                    "metadata": copy.deepcopy(thread.public),
+                }
+            )
+
+    def positions(self, scope: ThreadScope, message_ids: Collection[str]) -> Mapping[str, int]:
+        rows = self._scoped_rows(scope)
+        return {r.message.id: r.position for r in rows if r.message.id in message_ids}
+
+    def page(self, scope: ThreadScope, query: PageQuery) -> Sequence[PositionedMessage]:
+        above, below = query.above, query.below
+        bounded = [
+            r
+            for r in self._scoped_rows(scope)
+            if (above is None or r.position > above) and (below is None or r.position < below)
+        ]
+        selected = [
+            PositionedMessage(r.position, message)
+            for r, message in ((r, r.message) for r in bounded)
+            if matches_view(message, query.view)
+        ]
+        if query.descending:
+            selected.reverse()
+        return selected[: query.limit]
+
+    def get_many(
+        self, scope: ThreadScope, message_ids: Collection[str]
+    ) -> Mapping[str, LifecycleMessage]:
+        wanted = set(message_ids)
+        messages = (r.message for r in self._scoped_rows(scope))
+        return {m.id: m for m in messages if m.id in wanted}
+
+    def thread_bag(self, scope: ThreadScope, which: Bag) -> JsonObject:
+        bags = self.thread_bags(scope.scope_key, scope.thread_id)
+        return bags.private if which == "private" else bags.public
+
+    def run_bag(self, lease: LeaseLike, which: Bag) -> JsonObject:
+        bags = self.run_bags(lease.run_id)
+        return bags.private if which == "private" else bags.public
+
+    def write_run_bag(self, lease: LeaseLike, which: Bag, value: JsonObject) -> None:
+        run = self._runs[lease.run_id]
+        if which == "private":
+            run.private = value
+            return
+        run.public = value
+        self.events.append(
+            {"type": "run.metadata", "runId": run.run_id, "metadata": copy.deepcopy(value)}
+        )
+
+    # -- storage (what a subclass over other rows replaces) --
+
+    def _fence(self, lease: LeaseLike) -> RunRecord:
         run = self._runs.get(lease.run_id)
         if run is None or run.token != lease.token or run.status != "running":
             raise LeaseLost(lease.run_id)
         return run
 
-    def _thread_rows(self, scope_key: str, thread_id: str) -> list[_Row]:
+    def _scoped_rows(self, scope: ThreadScope) -> list[MessageRecord]:
+        with self._lock:
+            return self._thread_rows(scope.scope_key, scope.thread_id)
+
+    def _thread_rows(self, scope_key: str, thread_id: str) -> list[MessageRecord]:
         return [r for r in self._rows if r.scope_key == scope_key and r.thread_id == thread_id]
 
-    def _insert(self, thread: _Thread, message: LifecycleMessage) -> None:
+    def _insert(self, thread: ThreadRecord, message: LifecycleMessage) -> None:
         self._position += 1
         self._rows.append(
-            _Row(
+            MessageRecord(
                 position=self._position,
                 scope_key=thread.scope_key,
                 thread_id=thread.thread_id,
                 message=message,
             )
         )
-
-    def _commit(
-        self,
-        scope: _Scope,
-        ops: Sequence[_Op],
-        *,
-        expected_version: int | None = None,
-        expected_private: Mapping[str, Any] | None = None,
-    ) -> None:
-        with self._lock:
-            run = self._fence(scope.lease)
-            if (run.scope_key, run.thread_id) != (scope.scope_key, scope.thread_id):
-                raise LeaseLost(scope.lease.run_id)
-            thread = self._threads[(scope.scope_key, scope.thread_id)]
-            if expected_version is not None and expected_version != thread.version:
-                raise MutationConflict(
-                    f"thread version is {thread.version}, expected {expected_version}"
-                )
-            if expected_private is not None and dict(expected_private) != thread.private:
-                raise MutationConflict("thread private metadata changed")
-            work = _Work(
-                thread=thread,
-                private=copy.deepcopy(thread.private),
-                public=copy.deepcopy(thread.public),
-            )
-            for op in ops:
-                op(work)  # raising here leaves the store untouched
-            if not ops:
-                return
-            for message in work.appended:
-                self._insert(thread, message)
-            rows = {r.message.id: r for r in self._thread_rows(thread.scope_key, thread.thread_id)}
-            for message_id, visibility in work.visibility.items():
-                row = rows[message_id]
-                row.message = _with_visibility(row.message, visibility)
-            public_changed = work.public != thread.public
-            thread.private, thread.public = work.private, work.public
-            thread.version += 1
-            if work.appended or work.visibility or public_changed:
-                self.events.append(
-                    {
-                        "type": "thread.head",
-                        "threadId": thread.thread_id,
-                        "version": thread.version,
-                        "metadata": copy.deepcopy(thread.public),
-                    }
-                )
-
-    def _message_for(
-        self,
-        role: str,
-        parts: Sequence[UIMessagePart],
-        visibility: Mapping[str, bool] | MessageVisibility | None,
-        metadata: Mapping[str, Any] | None,
-        private_metadata: Mapping[str, Any] | None,
-        schemas: MetadataSchemas | None = None,
-    ) -> LifecycleMessage:
-        if role not in _ROLES:
-            raise InvalidLifecycleWrite(f"append() accepts system, user or assistant, not {role!r}")
-        checked: list[UIMessagePart] = []
-        for part in parts:
-            kind = part.get("type") if isinstance(part, Mapping) else None
-            if kind not in NATIVE_PART_TYPES:
-                raise InvalidLifecycleWrite(
-                    f"append() accepts native contract-neutral parts only, not {kind!r}"
-                    + (
-                        " (write data parts through ui_data)"
-                        if str(kind).startswith("data-")
-                        else ""
-                    )
-                )
-            try:
-                checked.append(copy.deepcopy(ensure_strict_json(dict(part), what="part")))  # type: ignore[arg-type]
-            except NotStrictJson as exc:
-                raise InvalidLifecycleWrite(str(exc)) from exc
-        schemas = schemas or self.message_schemas
-        try:
-            public = _bag(schemas.public if schemas else None, metadata or {}, "message metadata")
-            private = _bag(
-                schemas.private if schemas else None, private_metadata or {}, "private metadata"
-            )
-        except InvalidMetadata as exc:
-            raise InvalidLifecycleWrite(str(exc)) from exc
-        if "pai" in public:
-            raise InvalidLifecycleWrite("metadata.pai is reserved for the runtime")
-        return LifecycleMessage(
-            id=new_id("msg"),
-            role=role,  # type: ignore[arg-type]
-            parts=tuple(checked),
-            metadata=public,
-            visibility=_partial_visibility(MessageVisibility(), visibility),
-            private_metadata=private,
-        )
-
-    def _page(
-        self,
-        scope: _Scope,
-        *,
-        view: MessageView,
-        order: MessageOrder,
-        before_message_id: str | None,
-        after_message_id: str | None,
-        limit: int | None,
-        page_token: str | None,
-    ) -> Page[LifecycleMessage]:
-        if view not in ("context", "transcript", "all") or order not in ("asc", "desc"):
-            raise ValueError(f"bad query: view={view!r} order={order!r}")
-        with self._lock:
-            rows = self._thread_rows(scope.scope_key, scope.thread_id)
-        positions = {r.message.id: r.position for r in rows}
-        low, high = 0, None
-        if after_message_id is not None:
-            low = _position_of(positions, after_message_id)
-        if before_message_id is not None:
-            high = _position_of(positions, before_message_id)
-        selected = [
-            r
-            for r in rows
-            if r.position > low
-            and (high is None or r.position < high)
-            and matches_view(r.message, view)
-        ]
-        if order == "desc":
-            selected.reverse()
-        if page_token is not None:
-            cursor = decode_page_token(page_token)
-            selected = [
-                r
-                for r in selected
-                if (r.position > cursor if order == "asc" else r.position < cursor)
-            ]
-        size = max(1, min(limit or self.max_page_size, self.max_page_size))
-        page = selected[:size]
-        token = encode_page_token(page[-1].position) if len(selected) > size else None
-        return Page(items=tuple(r.message for r in page), next_page_token=token)
-
-
-def _position_of(positions: Mapping[str, int], message_id: str) -> int:
-    if message_id not in positions:
-        raise LookupError(f"message {message_id!r} is not in this thread")
-    return positions[message_id]
-
-
-def _bag(schema: SchemaLike | None, value: Mapping[str, Any], what: str) -> JsonObject:
-    if schema is not None:
-        return replace_metadata(schema, value, what=what)
-    try:
-        checked = ensure_strict_json(copy.deepcopy(dict(value)), what=what)
-    except NotStrictJson as exc:
-        raise InvalidMetadata(str(exc)) from exc
-    return checked  # type: ignore[return-value]
-
-
-def _merged(
-    schema: SchemaLike | None, current: JsonObject, patch: Mapping[str, Any], what: str
-) -> JsonObject:
-    if schema is not None:
-        return merge_metadata(schema, current, patch, what=what)
-    if not isinstance(patch, Mapping):
-        raise InvalidMetadata(f"{what}: a metadata patch is a JSON object")
-    return {**current, **_bag(None, patch, what)}
-
-
-def _partial_visibility(
-    current: MessageVisibility, change: Mapping[str, bool] | MessageVisibility | None
-) -> MessageVisibility:
-    if change is None:
-        return current
-    if isinstance(change, MessageVisibility):
-        return change
-    unknown = set(change) - {"transcript", "context"}
-    if unknown:
-        raise InvalidLifecycleWrite(f"visibility keys are transcript and context: {unknown}")
-    return MessageVisibility(
-        transcript=bool(change.get("transcript", current.transcript)),
-        context=bool(change.get("context", current.context)),
-    )
-
-
-def _with_visibility(message: LifecycleMessage, visibility: MessageVisibility) -> LifecycleMessage:
-    return LifecycleMessage(
-        id=message.id,
-        role=message.role,
-        parts=message.parts,
-        metadata=message.metadata,
-        visibility=visibility,
-        private_metadata=message.private_metadata,
-    )
-
-
-class _Scope:
-    """One thread of one partition, written under one lease."""
-
-    def __init__(
-        self,
-        store: InMemoryLifecycleStore,
-        scope_key: str,
-        thread_id: str,
-        lease: LeaseRef,
-        schemas: AgentMetadataSchemas | None = None,
-    ) -> None:
-        self.store = store
-        self.scope_key = scope_key
-        self.thread_id = thread_id
-        self.lease = lease
-        self.schemas = schemas
-
-    @property
-    def thread_schemas(self) -> MetadataSchemas | None:
-        return self.schemas.thread if self.schemas is not None else self.store.thread_schemas
-
-    @property
-    def message_schemas(self) -> MetadataSchemas | None:
-        return self.schemas.message if self.schemas is not None else self.store.message_schemas
-
-    def write(self, op: _Op, staged: list[_Op] | None) -> None:
-        if staged is not None:
-            staged.append(op)  # committed by mutate() after its callback returns
-        else:
-            self.store._commit(self, [op])
-
-
-class _ReadMessages:
-    def __init__(self, scope: _Scope, staged: list[_Op] | None) -> None:
-        self._scope = scope
-        self._staged = staged
-
-    def list(
-        self,
-        *,
-        view: MessageView = "all",
-        order: MessageOrder = "asc",
-        before_message_id: str | None = None,
-        after_message_id: str | None = None,
-        limit: int | None = None,
-        page_token: str | None = None,
-    ) -> Awaitable[Page[LifecycleMessage]]:
-        return _Ready(
-            self._scope.store._page(
-                self._scope,
-                view=view,
-                order=order,
-                before_message_id=before_message_id,
-                after_message_id=after_message_id,
-                limit=limit,
-                page_token=page_token,
-            )
-        )
-
-    def get(self, message_id: str) -> Awaitable[LifecycleMessage | None]:
-        rows = self._scope.store._thread_rows(self._scope.scope_key, self._scope.thread_id)
-        found = next((r.message for r in rows if r.message.id == message_id), None)
-        return _Ready(found)
-
-    def get_many(self, message_ids: Sequence[str]) -> Awaitable[builtins.list[LifecycleMessage]]:
-        rows = self._scope.store._thread_rows(self._scope.scope_key, self._scope.thread_id)
-        by_id = {r.message.id: r.message for r in rows}
-        return _Ready([by_id[i] for i in message_ids if i in by_id])
-
-    def append(
-        self,
-        *,
-        role: Literal["system", "user", "assistant"],
-        parts: Sequence[UIMessagePart],
-        visibility: Mapping[str, bool] | MessageVisibility | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        private_metadata: Mapping[str, Any] | None = None,
-    ) -> Awaitable[LifecycleMessage]:
-        message = self._scope.store._message_for(
-            role, parts, visibility, metadata, private_metadata, self._scope.message_schemas
-        )
-
-        def op(work: _Work) -> None:
-            work.appended.append(message)
-
-        self._scope.write(op, self._staged)
-        return _Ready(message)
-
-
-class _Messages(_ReadMessages):
-    def update_visibility(
-        self,
-        message_ids: Sequence[str],
-        *,
-        transcript: bool | None = None,
-        context: bool | None = None,
-    ) -> Awaitable[None]:
-        change = {
-            k: v for k, v in (("transcript", transcript), ("context", context)) if v is not None
-        }
-        ids = list(message_ids)
-        scope = self._scope
-
-        def op(work: _Work) -> None:
-            rows = scope.store._thread_rows(scope.scope_key, scope.thread_id)
-            current = {r.message.id: r.message.visibility for r in rows}
-            current.update({m.id: m.visibility for m in work.appended})
-            for message_id in ids:
-                if message_id not in current:
-                    raise InvalidLifecycleWrite(f"message {message_id!r} is not in this thread")
-                before = work.visibility.get(message_id, current[message_id])
-                work.visibility[message_id] = _partial_visibility(before, change)
-
-        scope.write(op, self._staged)
-        return _Ready(None)
-
-
-class _ThreadMetadata:
-    def __init__(
-        self, scope: _Scope, which: Literal["private", "public"], staged: list[_Op] | None
-    ) -> None:
-        self._scope = scope
-        self._which = which
-        self._staged = staged
-
-    def _schema(self) -> SchemaLike | None:
-        schemas = self._scope.thread_schemas
-        return None if schemas is None else getattr(schemas, self._which)
-
-    def get(self) -> Awaitable[Mapping[str, Any]]:
-        bags = self._scope.store.thread_bags(self._scope.scope_key, self._scope.thread_id)
-        return _Ready(bags.private if self._which == "private" else bags.public)
-
-    def merge(self, patch: Mapping[str, Any]) -> Awaitable[None]:
-        schema, which, what = self._schema(), self._which, f"thread {self._which} metadata"
-
-        def op(work: _Work) -> None:
-            setattr(work, which, _merged(schema, getattr(work, which), patch, what))
-
-        self._scope.write(op, self._staged)
-        return _Ready(None)
-
-    def replace(self, value: Mapping[str, Any]) -> Awaitable[None]:
-        schema, which, what = self._schema(), self._which, f"thread {self._which} metadata"
-
-        def op(work: _Work) -> None:
-            setattr(work, which, _bag(schema, value, what))
-
-        self._scope.write(op, self._staged)
-        return _Ready(None)
-
-
-class _Context:
-    def __init__(self, scope: _Scope) -> None:
-        self._scope = scope
-
-    def messages(
-        self,
-        *,
-        before_message_id: str | None = None,
-        after_message_id: str | None = None,
-        limit: int | None = None,
-        page_token: str | None = None,
-    ) -> Awaitable[Page[LifecycleMessage]]:
-        return _ReadMessages(self._scope, None).list(
-            view="context",
-            order="asc",
-            before_message_id=before_message_id,
-            after_message_id=after_message_id,
-            limit=limit,
-            page_token=page_token,
-        )
-
-    def current(
-        self,
-        *,
-        before_message_id: str | None = None,
-        after_message_id: str | None = None,
-        limit: int | None = None,
-        page_token: str | None = None,
-    ) -> Awaitable[ContextProjection]:
-        page = self._scope.store._page(
-            self._scope,
-            view="context",
-            order="asc",
-            before_message_id=before_message_id,
-            after_message_id=after_message_id,
-            limit=limit,
-            page_token=page_token,
-        )
-        model_messages = to_model_messages([m.to_ui_message() for m in page.items])
-        return _Ready(
-            ContextProjection(
-                messages=page.items,
-                model_messages=tuple(model_messages),
-                next_page_token=page.next_page_token,
-            )
-        )
-
-
-class _Transaction:
-    """``tx``: writes are staged; reads see persisted state only (LC-037)."""
-
-    def __init__(self, scope: _Scope, staged: list[_Op], *, resolver: bool) -> None:
-        self.messages = (_ReadMessages if resolver else _Messages)(scope, staged)
-        self.private_metadata = _ThreadMetadata(scope, "private", staged)
-        self.metadata = _ThreadMetadata(scope, "public", staged)
-        self.context = _Context(scope)
-
-
-class InMemoryThreadFacade:
-    """:class:`~pai_agents.lifecycle.facade.LifecycleThread` (or, with ``resolver=True``,
-    :class:`~pai_agents.lifecycle.facade.ResolverThread`, without visibility writes)."""
-
-    def __init__(self, scope: _Scope, *, resolver: bool = False) -> None:
-        self._scope = scope
-        self._resolver = resolver
-        self.messages = (_ReadMessages if resolver else _Messages)(scope, None)
-        self.private_metadata = _ThreadMetadata(scope, "private", None)
-        self.metadata = _ThreadMetadata(scope, "public", None)
-        self.context = _Context(scope)
-
-    @property
-    def thread_id(self) -> str:
-        return self._scope.thread_id
-
-    async def mutate(
-        self,
-        fn: Callable[[Any], T | Awaitable[T]],
-        *,
-        expected_version: int | None = None,
-        expected_private_metadata: Mapping[str, Any] | None = None,
-    ) -> T:
-        staged: list[_Op] = []
-        result: T = await call_user(fn, _Transaction(self._scope, staged, resolver=self._resolver))
-        self._scope.store._commit(
-            self._scope,
-            staged,
-            expected_version=expected_version,
-            expected_private=expected_private_metadata,
-        )
-        return result
-
-
-class _RunMetadata:
-    """``run.private_metadata`` / ``run.metadata``: fenced by the run's owner (LC-033)."""
-
-    def __init__(
-        self,
-        store: InMemoryLifecycleStore,
-        lease: LeaseRef,
-        which: Literal["private", "public"],
-        schemas: MetadataSchemas | None = None,
-    ) -> None:
-        self._store = store
-        self._lease = lease
-        self._which = which
-        self._schemas = schemas
-
-    def get(self) -> Awaitable[Mapping[str, Any]]:
-        bags = self._store.run_bags(self._lease.run_id)
-        return _Ready(bags.private if self._which == "private" else bags.public)
-
-    def merge(self, patch: Mapping[str, Any]) -> Awaitable[Mapping[str, Any]]:
-        schemas = self._schemas
-        schema = None if schemas is None else getattr(schemas, self._which)
-        with self._store._lock:
-            run = self._store._fence(self._lease)
-            current = run.private if self._which == "private" else run.public
-            merged = _merged(schema, current, patch, f"run {self._which} metadata")
-            if self._which == "private":
-                run.private = merged
-            else:
-                run.public = merged
-                self._store.events.append(
-                    {"type": "run.metadata", "runId": run.run_id, "metadata": copy.deepcopy(merged)}
-                )
-        return _Ready(copy.deepcopy(merged))

@@ -22,10 +22,8 @@ MAX_LINES = 500
 OVERSIZE = {
     "pai_agents/engine/hooks.py": 1427,
     "pai_agents/engine/runner.py": 604,
-    "pai_agents/lifecycle/memory.py": 755,
     "pai_agents/messages/reducer.py": 546,
     "pai_agents/models/openai_chat.py": 763,
-    "pai_threads/lifecycle_store.py": 521,
     "pai_threads/services.py": 634,
     "pai_threads/store.py": 760,
 }
@@ -37,12 +35,10 @@ CYCLES = [
     | {"pai_agents.titles"},
     {"pai_agents.engine.hooks", "pai_agents.engine.reasoning_summaries"}
     | {"pai_agents.engine.runner"},
-    {"pai_agents.engine.memory", "pai_agents.engine.memory_lifecycle"},
     {"pai_threads.conf", "pai_threads.executors", "pai_threads.registry"},
     {"pai_threads.pending_actions", "pai_threads.queueing", "pai_threads.realtime.heads"}
     | {"pai_threads.realtime.projections", "pai_threads.realtime.publisher"}
     | {"pai_threads.rewrites", "pai_threads.services"},
-    {"pai_threads.lifecycle_store", "pai_threads.store"},
 ]
 
 
@@ -151,17 +147,11 @@ PRIVATE_IMPORTS: list[tuple[str, str]] = [
     ("pai_agents.engine.hooks", "pai_agents.engine.runner._Context"),
     ("pai_agents.engine.hooks", "pai_agents.engine.runner._Generation"),
     ("pai_agents.engine.hooks", "pai_agents.engine.runner._end_chunks"),
-    ("pai_agents.engine.memory_lifecycle", "pai_agents.lifecycle.memory._Row"),
-    ("pai_agents.engine.memory_lifecycle", "pai_agents.lifecycle.memory._Run"),
-    ("pai_agents.engine.memory_lifecycle", "pai_agents.lifecycle.memory._Thread"),
     ("pai_agents.engine.reasoning_summaries", "pai_agents.engine.runner._Context"),
     ("pai_agents.engine.reasoning_summaries", "pai_agents.engine.runner._Generation"),
     ("pai_agents.engine.rewrites", "pai_agents.engine.hooks._hook_origin"),
     ("pai_agents.engine.rewrites", "pai_agents.lifecycle.memory._merged"),
     ("pai_agents.engine.rewrites", "pai_agents.lifecycle.memory._with_visibility"),
-    ("pai_threads.lifecycle_store", "pai_agents.lifecycle.memory._bag"),
-    ("pai_threads.lifecycle_store", "pai_agents.lifecycle.memory._merged"),
-    ("pai_threads.lifecycle_store", "pai_threads.store._fence"),
     ("pai_threads.trusted", "pai_agents.lifecycle.memory._bag"),
     ("pai_threads.trusted", "pai_agents.lifecycle.memory._merged"),
 ]
