@@ -127,7 +127,7 @@ class AgentDefinition:
     # the active run, or steer it (join its next model step). Overridable per send.
     send_policy: SendPolicy = "queue"
     # Lifecycle hooks (docs/lifecycle-integration.md), composed once at definition time;
-    # None keeps the engine on its hook-free path.
+    # None: no phase is overridden, so the run loop calls none.
     lifecycle: ComposedLifecycle | None = None
     # Per-registration options (``enabled``, ``map_context``, ``on_output``), by tool name.
     tool_configs: Mapping[str, ToolConfig] = field(default_factory=dict)
@@ -155,11 +155,6 @@ class AgentDefinition:
         return AgentMetadataSchemas(
             run=self.run_metadata, thread=self.thread_metadata, message=self.message_metadata
         )
-
-    @property
-    def hooked(self) -> bool:
-        """Whether runs take the lifecycle loop (hooks or configured tools)."""
-        return self.lifecycle is not None or bool(self.tool_configs)
 
     def manifest(self) -> dict[str, Any]:
         """A JSON-serializable description: name, version and the tools the model may see.
@@ -348,7 +343,7 @@ def define_agent(
     ``lifecycle`` is an :class:`~pai_agents.lifecycle.AgentLifecycle`, a mapping of hook
     callables, or a sequence of either (composed left to right with
     :func:`~pai_agents.lifecycle.compose_lifecycle`). ``on_runtime_error`` receives a
-    :class:`~pai_agents.engine.hooks.RuntimeErrorReport` for every run that fails on an
+    :class:`~pai_agents.engine.runtime_errors.RuntimeErrorReport` for every run that fails on an
     exception; ``ui_data_schemas`` registers the ``data-*`` parts hooks may write.
     ``stop_when`` conditions (``has_tool_call``, ``step_count_is`` or any callable taking the
     after_step input) end the run after a step as soon as one holds; ``max_steps`` applies too.

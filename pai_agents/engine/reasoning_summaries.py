@@ -18,32 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pai_agents.agent import AgentDefinition
+from pai_agents.engine.generation import Generation
+from pai_agents.engine.run_state import RunState, operation_of
+from pai_agents.engine.step_stream import StepTranslator
 from pai_agents.messages.reasoning_summary import reasoning_summary_chunk
 from pai_agents.reasoning_summary import (
-    Operation,
     ReasoningSummary,
     ReasoningSummaryInput,
     generate_reasoning_summary,
 )
 
-if TYPE_CHECKING:
-    from pai_agents.agent import AgentDefinition
-    from pai_agents.engine.runner import _Context, _Generation
-    from pai_agents.engine.step_stream import StepTranslator
-
-__all__ = ["ReasoningSummaries", "attach_reasoning_summaries", "operation_of"]
+__all__ = ["ReasoningSummaries", "attach_reasoning_summaries"]
 
 logger = logging.getLogger("pai.engine")
-
-
-def operation_of(claim: Any) -> Operation:
-    """How the run's current episode started (as lifecycle hooks see it)."""
-    if claim.step_count > 0 or claim.last_message is not None:
-        return "resume"
-    initiator = claim.initiator
-    return initiator if initiator in ("send", "trigger", "regenerate") else "send"
 
 
 class ReasoningSummaries:
@@ -53,8 +43,8 @@ class ReasoningSummaries:
         self,
         agent: AgentDefinition,
         config: ReasoningSummary,
-        ctx: _Context,
-        generation: _Generation,
+        ctx: RunState,
+        generation: Generation,
     ) -> None:
         self._agent = agent
         self._config = config
@@ -148,12 +138,13 @@ class ReasoningSummaries:
 
 
 def attach_reasoning_summaries(
-    agent: AgentDefinition, ctx: _Context, generation: _Generation, translator: StepTranslator
+    state: RunState, generation: Generation, translator: StepTranslator
 ) -> ReasoningSummaries | None:
     """The step's summaries, hooked to ``translator``'s reasoning ends; None when the agent
     has no ``reasoning_summary`` (AD-007)."""
+    agent = state.agent
     if agent.reasoning_summary is None:
         return None
-    summaries = ReasoningSummaries(agent, agent.reasoning_summary, ctx, generation)
+    summaries = ReasoningSummaries(agent, agent.reasoning_summary, state, generation)
     translator.on_reasoning_end = summaries.closed
     return summaries

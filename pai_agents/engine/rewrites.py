@@ -30,7 +30,7 @@ from typing import Any, cast
 from pai_agents._callables import call_user
 from pai_agents.abort import AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition
-from pai_agents.engine.hooks import RuntimeErrorReport, _hook_origin
+from pai_agents.engine.runtime_errors import RuntimeErrorReport, hook_origin
 from pai_agents.lifecycle.facade import MessageVisibility, MutationConflict
 from pai_agents.lifecycle.hooks import overridden_phases
 from pai_agents.lifecycle.inputs import (
@@ -140,7 +140,7 @@ async def report_rewrite_error(
     reporters: list[Any] = [agent.on_runtime_error]
     if agent.lifecycle is not None:
         reporters += [getattr(p, "on_runtime_error", None) for _, p in agent.lifecycle.parts]
-    origin, part = _hook_origin(exc)
+    origin, part = hook_origin(exc)
     report = RuntimeErrorReport(
         run_id=run_id,
         thread_id=thread_id,

@@ -1,12 +1,12 @@
 """The SQL budget of a lifecycle agent's run, pinned next to the plain agent's.
 
 The plain budget (tests/integration/test_query_budget.py) covers agents without a
-lifecycle, which run the plain loop. An agent with a lifecycle runs the hooked loop
-(``pai_agents.engine.hooks``): here the benchmark workloads W1 (a tool round trip) and W2
-(a one-step answer) with the benchmark's own scripted model and tool, plus a lifecycle that
-overrides every phase of ``PHASES`` and changes nothing (``Passthrough``), so the numbers
-are the hooked loop's own cost. Issue 10 merges the two loops; these numbers must then stay
-the same or go down, never up. When a change removes statements, lower them here.
+lifecycle. Every agent runs the one run loop (``pai_agents.engine.episode``); here the
+benchmark workloads W1 (a tool round trip) and W2 (a one-step answer) run with the
+benchmark's own scripted model and tool, plus a lifecycle that overrides every phase of
+``PHASES`` and changes nothing (``Passthrough``), so the numbers are what overridden phases
+cost. Pinned before issue 10 merged the two former loops; they must stay the same or go
+down, never up. When a change removes statements, lower them here.
 
 Counted exactly like the plain budget (:func:`tests.support.query_budget.measure_run`).
 """

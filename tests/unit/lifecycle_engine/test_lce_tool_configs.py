@@ -41,7 +41,7 @@ async def test_ad_055_ad_056_ad_057_disabled_tools_are_hidden_and_cannot_execute
         tools=[ToolConfig(tool=activity, enabled=enabled)],
         runtime_context=lambda b: {"can_read_activity": False},
     )
-    assert h.agent.lifecycle is None and h.agent.hooked
+    assert h.agent.lifecycle is None and h.agent.tool_configs
     assert (await h.run()).status == "completed"
     assert executed == []
     assert [r.tools for r in h.model.requests] == [[], []]

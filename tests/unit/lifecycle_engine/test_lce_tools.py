@@ -298,8 +298,9 @@ async def test_th_015_stop_when_has_tool_call_combines_with_max_steps() -> None:
     assert len(h.model.requests) == 2
 
 
-async def test_plain_agent_takes_the_hook_free_path_with_the_same_store_calls() -> None:
-    """No lifecycle: the same store calls as before (no facade, no extra reads)."""
+async def test_plain_agent_runs_the_one_loop_with_no_lifecycle_cost() -> None:
+    """No lifecycle: the one run loop makes only the plain store calls (one context read per
+    episode, no facade bound, no extra reads)."""
     calls: list[str] = []
     h = harness([ScriptedStep.call("lookup", {"q": "a"}), ScriptedStep.reply("ok")])
     assert h.agent.lifecycle is None

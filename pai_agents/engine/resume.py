@@ -1,0 +1,230 @@
+"""Resuming what a previous episode left in the run's last message.
+
+Answered approvals execute (marked as executing first: at most once), denied ones become
+``output-denied``, client-submitted or manually fulfilled results are validated (LC-142),
+calls a dead worker was executing become recovery errors (or run again when the tool is
+idempotent). Every final result passes the tool hooks with its source (LC-133, LC-137).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pai_agents.engine.endings import finished
+from pai_agents.engine.generation import Generation, publish_generation_finished
+from pai_agents.engine.run_state import TOOL_PHASES, RunState
+from pai_agents.engine.step_stream import PendingCall
+from pai_agents.engine.store import RunOutcome
+from pai_agents.engine.suspensions import load_suspend_history
+from pai_agents.engine.tool_calls import error_chunk, open_tool_parts, settle_chunk, tool_name_of
+from pai_agents.engine.tool_enablement import is_enabled
+from pai_agents.engine.tool_hooks import after_tool, before_tool
+from pai_agents.engine.tool_runs import run_tools
+from pai_agents.ids import new_id
+from pai_agents.lifecycle.inputs import ResumeEntry, StepInfo
+from pai_agents.messages.types import UIMessage, UIMessageChunk
+
+__all__ = ["resume_last_message"]
+
+
+async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome | None:
+    """Settle ``message``'s open tool calls; the run's outcome if that ended it."""
+    claim = state.claim
+    step = StepInfo(step_id=new_id("stp"), index=max(claim.step_count - 1, 0))
+    chunks: list[UIMessageChunk] = []
+    to_execute: list[PendingCall] = []
+    approved: list[str] = []
+    resumed: dict[str, ResumeEntry] = {}
+    answered: dict[str, Mapping[str, Any]] = {}  # client/manual results, by call id
+    inputs: dict[str, tuple[str, Any]] = {}
+    for part in message["parts"]:
+        name = tool_name_of(part)
+        if name is None or part.get("providerExecuted") is True:
+            continue  # a provider-executed result is the provider's, not a client's
+        inputs[str(part.get("toolCallId"))] = (name, part.get("input"))
+        pai = (part.get("toolMetadata") or {}).get("pai") or {}
+        tool = state.agent.tools.get(name)
+        if (
+            tool is not None
+            and tool.execute is None
+            and not tool.needs_approval
+            and part.get("state") in ("output-available", "output-error")
+            and pai.get("source") in (None, "client", "manual")
+        ):
+            # A client-submitted or manually fulfilled result: validated (LC-142), then
+            # after_tool_result with its source (LC-137, LC-138). Republished only when
+            # validation changed it or a tool hook sees it.
+            result = _client_result(part, tool, pai.get("source") or "client")
+            if state.phases & TOOL_PHASES or _changes(part, result):
+                chunks.append(result)
+                answered[str(part.get("toolCallId"))] = part
+    await _load_suspensions(state, message, answered)
+    for part in open_tool_parts(message):
+        call_id = part["toolCallId"]
+        name = tool_name_of(part) or ""
+        tool = state.agent.tools.get(name)
+        status = part.get("state")
+        if status == "approval-requested":
+            continue
+        if status == "approval-responded":
+            if not part.get("approval", {}).get("approved"):
+                chunks.append({"type": "tool-output-denied", "toolCallId": call_id})
+            elif call_id in claim.executing_tool_calls or tool is None or tool.execute is None:
+                chunks.append(settle_chunk(call_id, "recovery"))
+            elif not await is_enabled(state, name):  # AD-055: checked again on resume
+                chunks.append(error_chunk(call_id, f"Tool {name} is not available.", "reject"))
+            else:
+                entry = _resume_entry(state, call_id, name, "approval", part.get("approval"))
+                pending = PendingCall(
+                    tool_call_id=call_id,
+                    tool=tool,
+                    input=part.get("input"),
+                    parsed=tool.parse_input(part.get("input")),
+                )
+                routed = await before_tool(state, step, pending, entry)
+                if isinstance(routed, PendingCall):
+                    approved.append(call_id)
+                    resumed[call_id] = entry
+                    to_execute.append(routed)
+                else:
+                    chunks.append(routed)
+            continue
+        if (
+            tool is not None
+            and tool.idempotent
+            and tool.execute is not None
+            and status == "input-available"
+        ):
+            to_execute.append(
+                PendingCall(
+                    tool_call_id=call_id,
+                    tool=tool,
+                    input=part.get("input"),
+                    parsed=tool.parse_input(part.get("input")),
+                )
+            )
+        else:
+            chunks.append(settle_chunk(call_id, "recovery"))
+    if not chunks and not to_execute:
+        return None
+    generation = Generation(claim, state.sink, message)
+    await generation.start(step=None, continued=True)
+    settled = [
+        await after_tool(
+            state,
+            step,
+            c,
+            *inputs.get(str(c.get("toolCallId")), ("", None)),
+            default_source="client",
+            entry=_client_entry(state, answered.get(str(c.get("toolCallId"))), inputs),
+        )
+        for c in chunks
+    ]
+    await generation.emit({"type": "start", "messageId": generation.message_id}, *settled)
+    if approved:
+        await state.store.begin_actions(claim.lease, tool_call_ids=approved)
+    executed = await run_tools(state, to_execute, generation)
+    await generation.emit(
+        *[
+            # A call run because its suspension was answered is a resumed tool (source
+            # "resume", entry "resume"); an idempotent re-run is an execution.
+            await after_tool(
+                state,
+                step,
+                c,
+                call.tool.name,
+                call.input,
+                duration_ms=ms,
+                default_source="resume" if call.tool_call_id in resumed else "execute",
+                entry=resumed.get(call.tool_call_id),
+            )
+            for (c, ms), call in zip(executed, to_execute, strict=True)
+        ]
+    )
+    await generation.emit({"type": "finish-step"}, {"type": "finish", "finishReason": "tool-calls"})
+    outcome: RunOutcome | None = None
+    if state.signal.aborted:
+        outcome = RunOutcome(status="cancelled", usage=state.usage)
+    elif claim.step_count >= state.episode.max_steps:
+        outcome = RunOutcome(status="completed", usage=state.usage)
+    await state.store.update_message(claim.lease, message=generation.message, outcome=outcome)
+    state.history[:] = [m for m in state.history if m["id"] != message["id"]]
+    state.history.append(generation.message)
+    if outcome is not None:
+        await finished(state, generation.message, outcome)
+        return outcome
+    await publish_generation_finished(state.sink, claim, generation.message)
+    return None
+
+
+async def _load_suspensions(
+    state: RunState, message: UIMessage, answered: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """LC-133: one read for the suspension episodes of the calls this episode resumes
+    (answered approvals, client/manual results), and only when a tool hook reads them."""
+    if not state.phases & TOOL_PHASES:
+        return
+    call_ids = [*answered] + [
+        str(p["toolCallId"])
+        for p in open_tool_parts(message)
+        if p.get("state") == "approval-responded"
+    ]
+    state.suspensions = await load_suspend_history(state.store, state.claim.lease, call_ids)
+
+
+def _resume_entry(
+    state: RunState, call_id: str, name: str, kind: Literal["approval", "client"], resume: Any
+) -> ResumeEntry:
+    """LC-133: the resume entry, referencing the call's latest pending action."""
+    history = state.suspensions.get(call_id, ())
+    action: dict[str, Any] = {"kind": kind, "toolCallId": call_id}
+    if history:
+        action["id"] = history[-1].action_id
+    if kind == "approval":
+        resume = dict(resume or {})
+    return ResumeEntry(name=name, resume=resume, action=action)
+
+
+def _client_entry(
+    state: RunState, part: Mapping[str, Any] | None, inputs: Mapping[str, tuple[str, Any]]
+) -> ResumeEntry | None:
+    """A submitted client/manual result resumes its suspended call (LC-133); ``resume`` is
+    the submitted answer (from its episode, else read off the part)."""
+    if part is None:
+        return None
+    call_id = str(part.get("toolCallId"))
+    history = state.suspensions.get(call_id, ())
+    resume: Any = history[-1].resolution if history else None
+    if resume is None:
+        resume = (
+            {"errorText": part.get("errorText")}
+            if part.get("state") == "output-error"
+            else {"output": part.get("output")}
+        )
+    return _resume_entry(state, call_id, inputs[call_id][0], "client", resume)
+
+
+def _client_result(
+    part: Mapping[str, Any], tool: Any, source: Literal["client", "manual"]
+) -> UIMessageChunk:
+    call_id = str(part["toolCallId"])
+    if part.get("state") == "output-error":
+        return error_chunk(call_id, str(part.get("errorText", "")), source)
+    try:
+        output = tool.serialize_output(part.get("output"))  # LC-142
+    except Exception as exc:
+        return error_chunk(call_id, f"Invalid result for tool {tool.name}: {exc}"[:2000], source)
+    return {
+        "type": "tool-output-available",
+        "toolCallId": call_id,
+        "output": output,
+        "toolMetadata": {"pai": {"source": source}},
+    }
+
+
+def _changes(part: Mapping[str, Any], result: UIMessageChunk) -> bool:
+    """Whether validating a submitted result changed it (else nobody needs to see it)."""
+    if result["type"] == "tool-output-available":
+        return part.get("state") != "output-available" or part.get("output") != result["output"]
+    return part.get("state") != "output-error" or part.get("errorText") != result.get("errorText")
