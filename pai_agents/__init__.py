@@ -4,7 +4,8 @@ Nothing here imports Django's ORM; ``pai_threads`` supplies persistence and tran
 """
 
 from pai_agents.abort import Aborted, AbortSignal
-from pai_agents.agent import AgentBehaviorInput, AgentDefinition, AgentDefinitionError, define_agent
+from pai_agents.agent import AgentBehaviorInput, AgentDefinition, AgentDefinitionError
+from pai_agents.define import define_agent
 from pai_agents.engine import (
     ClaimedRun,
     EventSink,

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from pai_agents._callables import call_user
-from pai_agents.agent import (
+from pai_agents.behavior import (
     AgentBehaviorInput,
-    AgentDefinition,
     InstructionsValue,
     instructions_split,
 )
 from pai_agents.models.base import LanguageModel, ModelMessage, ModelRequest
 from pai_agents.side_models import (
     SideCallInput,
+    SideModelAgent,
     check_side_options,
     complete_text,
     first_line,
@@ -100,7 +100,7 @@ class ReasoningSummary:
         )
 
     async def resolve_model(
-        self, agent: AgentDefinition, behavior: AgentBehaviorInput, selected: LanguageModel
+        self, agent: SideModelAgent, behavior: AgentBehaviorInput, selected: LanguageModel
     ) -> LanguageModel:
         """The summary model, else the run's ``selected`` model without its settings
         (AD-054)."""
@@ -136,7 +136,7 @@ def reasoning_summary_option(agent: str, value: object) -> ReasoningSummary | No
 
 
 async def generate_reasoning_summary(
-    agent: AgentDefinition,
+    agent: SideModelAgent,
     config: ReasoningSummary,
     summary_input: ReasoningSummaryInput,
     *,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pai_agents._callables import call_user
 from pai_agents.abort import AbortSignal
-from pai_agents.agent import (
+from pai_agents.behavior import (
     AgentBehaviorInput,
     AgentDefinitionError,
     InstructionsValue,
@@ -25,6 +25,7 @@ from pai_agents.models.base import LanguageModel, ModelRequest, ModelSelection
 
 __all__ = [
     "SideCallInput",
+    "SideModelAgent",
     "check_side_options",
     "complete_text",
     "first_line",
@@ -35,6 +36,16 @@ __all__ = [
 
 OptionT = TypeVar("OptionT")
 QUOTES = "\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
+
+
+class SideModelAgent(Protocol):
+    """What a side model needs of its agent (an ``AgentDefinition`` is one): its name, for
+    errors, and its model resolver, for the default of a side model."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def resolve_model(self, behavior: AgentBehaviorInput) -> ModelSelection: ...
 
 
 @dataclass(frozen=True, kw_only=True)

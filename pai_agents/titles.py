@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
-from pai_agents.agent import (
+from pai_agents.behavior import (
     AgentBehaviorInput,
-    AgentDefinition,
     AgentDefinitionError,
     InstructionsValue,
 )
@@ -24,6 +23,7 @@ from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import LanguageModel, ModelMessage
 from pai_agents.side_models import (
     SideCallInput,
+    SideModelAgent,
     check_side_options,
     resolve_side_instructions,
     resolve_side_model,
@@ -182,7 +182,7 @@ class ThreadTitles:
     # -- the default generator's inputs --
 
     async def resolve_model(
-        self, agent: AgentDefinition, behavior: AgentBehaviorInput
+        self, agent: SideModelAgent, behavior: AgentBehaviorInput
     ) -> LanguageModel:
         """The title model, else the agent's selected model without its settings (AD-046)."""
 

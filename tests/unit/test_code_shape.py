@@ -29,8 +29,6 @@ OVERSIZE = {
 # Strongly connected components of the module import graph (function-level imports count:
 # they only hide a cycle). None may grow, none may appear.
 CYCLES = [
-    {"pai_agents.agent", "pai_agents.reasoning_summary", "pai_agents.side_models"}
-    | {"pai_agents.titles"},
     {"pai_threads.conf", "pai_threads.executors", "pai_threads.registry"},
     {"pai_threads.pending_actions", "pai_threads.queueing", "pai_threads.realtime.heads"}
     | {"pai_threads.realtime.projections", "pai_threads.realtime.publisher"}

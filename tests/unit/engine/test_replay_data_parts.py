@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pai_agents import InMemoryThreadStore, RecordingSink, RunEngine, ScriptedModel, ScriptedStep
-from pai_agents.agent import define_agent
+from pai_agents.define import define_agent
 from pai_agents.messages.reducer import reduce_chunks
 
 
