@@ -58,7 +58,7 @@ def test_mf_040_a_text_file_is_inlined_as_text(data: Any) -> None:
 def test_mf_040_a_large_text_file_is_cut_with_a_note() -> None:
     """A huge text upload is inlined up to MAX_INLINE_TEXT_CHARS and says what was left out,
     so one attachment cannot fill the context of every later step."""
-    from pai_agents.models._openai_files import MAX_INLINE_TEXT_CHARS
+    from pai_agents.models.openai_files import MAX_INLINE_TEXT_CHARS
 
     text = "z" * (MAX_INLINE_TEXT_CHARS + 123)
     converted = _user_parts(
