@@ -1,0 +1,12 @@
+"""Engine tests: RunEngine + InMemoryThreadStore + ScriptedModel (tests/support/engine_harness.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.engine_harness import executed
+
+
+@pytest.fixture(autouse=True)
+def _reset_executed() -> None:
+    executed.clear()
