@@ -1,4 +1,4 @@
-"""Malformed file uploads and files whose bytes are gone: typed errors, never a 500, nothing stored."""
+"""Malformed uploads and files whose bytes are gone: typed errors, never a 500."""
 
 from __future__ import annotations
 

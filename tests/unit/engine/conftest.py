@@ -1,4 +1,4 @@
-"""Engine tests: RunEngine + InMemoryThreadStore + ScriptedModel (tests/support/engine_harness.py)."""
+"""Engine tests: RunEngine + InMemoryThreadStore + ScriptedModel (tests/support/engine_harness)."""
 
 from __future__ import annotations
 

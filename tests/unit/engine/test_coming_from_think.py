@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lce_support import executed, harness, text_of, user
 from pydantic import BaseModel
 
 from pai_agents import RunEngine, ScriptedModel, ScriptedStep, ToolContext, tool
@@ -28,6 +27,7 @@ from pai_agents.lifecycle.patches import coerce_patch
 from pai_agents.messages.tool_data import project_tool_data
 from pai_agents.models.base import ModelError
 from pai_agents.models.openai_chat import OpenAIChatModel
+from tests.support.engine_harness import executed, harness, text_of, user
 from tests.support.fake_openai import FakeOpenAIServer, text_response
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "coming-from-think.md"

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from lce_support import Harness, harness, request_texts, text_of, user
 from pydantic import BaseModel, Field
 
 from pai_agents import ScriptedModel, ScriptedStep, define_agent
@@ -23,6 +22,7 @@ from pai_agents.lifecycle.memory import InMemoryLifecycleStore
 from pai_agents.lifecycle.metadata import MetadataSchemaError
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import ModelMessage
+from tests.support.engine_harness import Harness, harness, request_texts, text_of, user
 
 KEY = "pai_compaction"
 SUMMARY = "system:Summary of the earlier conversation:\n"

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lce_support import harness, text_of
 
 from pai_agents import ScriptedStep, define_agent
 from pai_agents.engine.rewrites import RewriteDispatcher, memory_regenerate
 from pai_agents.lifecycle import PHASES
 from pai_agents.lifecycle.memory import InMemoryLifecycleStore
+from tests.support.engine_harness import harness, text_of
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "reference" / "agents.md"
 _BLOCK = re.compile(r"<!-- hook-example: (\w+) -->\s*```python\n(.*?)```", re.DOTALL)

@@ -26,10 +26,7 @@ from pai_agents.lifecycle import (
 )
 from pai_agents.messages.types import UIMessage
 from pai_agents.models import ModelError, ModelMessage, ModelRequest, StepStreamPart
-
-# Imported by package path (not as the top-level ``lce_support`` the sibling tests use) so
-# that mypy can follow it; only its builders are used, so a second module copy is harmless.
-from tests.unit.lifecycle_engine.lce_support import (
+from tests.support.engine_harness import (
     Harness,
     harness,
     request_texts,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lce_support import executed, harness, request_texts, text_of
 
 from pai_agents import ScriptedModel, ScriptedStep
 from pai_agents.lifecycle import (
@@ -18,6 +17,7 @@ from pai_agents.lifecycle import (
     RunPatch,
 )
 from pai_agents.models.base import ModelError, ModelSelection
+from tests.support.engine_harness import executed, harness, request_texts, text_of
 
 
 async def test_lc_077_lc_078_step_patches_are_ephemeral() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lce_support import harness, request_texts, text_of
-
 from pai_agents import ScriptedModel, ScriptedStep
 from pai_agents.lifecycle import (
     AgentLifecycle,
@@ -16,6 +14,7 @@ from pai_agents.lifecycle import (
     RunPatch,
 )
 from pai_agents.models.base import ModelSelection
+from tests.support.engine_harness import harness, request_texts, text_of
 
 
 class Tracing(AgentLifecycle):

@@ -8,7 +8,6 @@ import math
 from typing import Any
 
 import pytest
-from lce_support import Harness, executed, harness
 from pydantic import BaseModel
 
 from pai_agents import (
@@ -21,6 +20,7 @@ from pai_agents import (
 )
 from pai_agents.lifecycle import Continue, ModelCallPatch, ModelStepPatch, RunPatch
 from pai_agents.messages.chunks import validate_chunk
+from tests.support.engine_harness import Harness, executed, harness
 
 WEB = {"type": "web_search"}
 CODE = {"type": "code_interpreter", "container": {"type": "auto"}}
@@ -88,7 +88,7 @@ def test_ad_071_provider_tools_are_checked_at_definition_time(
 ) -> None:
     """AD-071: a provider tool's name must not clash with a registered tool and its
     definition must be a strict-JSON object; anything else fails at definition time."""
-    from lce_support import lookup
+    from tests.support.engine_harness import lookup
 
     with pytest.raises(AgentDefinitionError, match=message):
         define_agent(

@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lce_support import harness
-
 from pai_agents import ScriptedStep
+from tests.support.engine_harness import harness
 
 
 class RunFacts:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lce_support import Harness, executed, harness, request_texts, text_of
 from pydantic import BaseModel
 
 from pai_agents import ScriptedStep, ScriptedToolCall
@@ -17,6 +16,7 @@ from pai_agents.engine.step_stream import CanonicalStepTranslator, StepTranslato
 from pai_agents.lifecycle import AssistantResponse, Block, Complete, Respond
 from pai_agents.messages.chunks import validate_chunk
 from pai_agents.messages.reducer import MessageReducer
+from tests.support.engine_harness import Harness, executed, harness, request_texts, text_of
 
 SECRET = "s3cret-private-value"
 

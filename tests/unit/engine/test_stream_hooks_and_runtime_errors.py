@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lce_support import harness, request_texts, text_of
 from pydantic import BaseModel
 
 from pai_agents import ScriptedStep
 from pai_agents.lifecycle import AgentLifecycle, Continue, RunPatch
+from tests.support.engine_harness import harness, request_texts, text_of
 
 
 def redacting(word: str) -> dict[str, Any]:

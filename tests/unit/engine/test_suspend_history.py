@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from lce_support import executed, harness
 from pydantic import BaseModel
 
 from pai_agents import ScriptedStep, tool
@@ -17,6 +16,7 @@ from pai_agents.engine.store import Lease
 from pai_agents.engine.suspensions import SuspensionHistoryStore
 from pai_agents.lifecycle import AgentLifecycle, SuspensionEpisode
 from pai_agents.models.scripted import ScriptedToolCall
+from tests.support.engine_harness import executed, harness
 
 
 class Recorder(AgentLifecycle):

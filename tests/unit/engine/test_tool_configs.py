@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lce_support import Answer, Args, executed, harness, typed
 from pydantic import BaseModel
 
 from pai_agents import ScriptedStep, ToolContext, define_agent, tool
 from pai_agents.agent import ToolConfig
 from pai_agents.lifecycle import ReplaceMessage, ReplaceOutput, Skip
+from tests.support.engine_harness import Answer, Args, executed, harness, typed
 
 
 class Q(BaseModel):

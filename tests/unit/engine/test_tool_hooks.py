@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lce_support import executed, harness, request_texts, text_of
-
 from pai_agents import RunEngine, ScriptedStep
 from pai_agents.lifecycle import (
     AgentLifecycle,
@@ -18,6 +16,7 @@ from pai_agents.lifecycle import (
     ReplaceOutput,
     Skip,
 )
+from tests.support.engine_harness import executed, harness, request_texts, text_of
 
 
 def _tool_parts(h: Any) -> list[dict[str, Any]]:

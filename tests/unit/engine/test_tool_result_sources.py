@@ -1,7 +1,7 @@
 """Every ``after_tool_result`` source has a path that produces it (LC-137..LC-139).
 
 execute, skip, reject, throw, fail, client, manual, resume, cancel and recovery: one test
-each here (some also elsewhere, e.g. ``test_lce_tools.py``), all through the engine.
+each here (some also elsewhere, e.g. ``test_tool_hooks.py``), all through the engine.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from lce_support import ALL_TOOLS, Args, harness
 from pydantic import BaseModel
 
 from pai_agents import ScriptedStep, ToolContext, tool
 from pai_agents.lifecycle import AgentLifecycle, Complete, Reject, Skip, ToolResultSource
 from pai_agents.messages.reducer import MessageReducer
+from tests.support.engine_harness import ALL_TOOLS, Args, harness
 
 
 class Recorder(AgentLifecycle):

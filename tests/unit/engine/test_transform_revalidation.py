@@ -6,11 +6,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from lce_support import ALL_TOOLS, executed, harness
 from pydantic import BaseModel, model_validator
 
 from pai_agents import ScriptedStep, tool
 from pai_agents.lifecycle import Continue, ModelStepPatch
+from tests.support.engine_harness import ALL_TOOLS, executed, harness
 
 parses: list[Any] = []
 

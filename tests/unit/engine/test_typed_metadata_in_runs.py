@@ -6,13 +6,13 @@ import asyncio
 from typing import Annotated, Any
 
 import pytest
-from lce_support import harness
 from pydantic import BaseModel, Field, PlainSerializer, field_validator
 
 from pai_agents import ScriptedModel, ScriptedStep, define_agent
 from pai_agents.agent import AgentDefinitionError
 from pai_agents.lifecycle import MetadataSchemas
 from pai_agents.lifecycle.metadata import MetadataSchemaError
+from tests.support.engine_harness import harness
 
 
 class Empty(BaseModel):

@@ -1,6 +1,6 @@
 """Package pieces behind peer-parity features: run-level ``output`` and ``send_reasoning``
 (TH-016, TH-021), the hidden-reasoning store (TH-016) and extension observers (TH-046,
-TH-047). The engine-level behaviour is in tests/unit/lifecycle_engine/test_coming_from_think.py.
+TH-047). The engine-level behaviour is in tests/unit/engine/test_coming_from_think.py.
 """
 
 from __future__ import annotations

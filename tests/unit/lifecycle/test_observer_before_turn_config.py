@@ -1,4 +1,4 @@
-"""Review fixes in pai_agents (observers' before_turn config checks)."""
+"""Observers' before_turn config: malformed values are ignored, valid ones apply."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pai_agents import InMemoryThreadStore, RunEngine, ScriptedModel, ScriptedSt
 from pai_agents.files import FileRef, to_model_messages_with_files
 from pai_agents.messages.file_refs import FILE_REF_PART, file_ref_part, project_file_refs
 from pai_agents.messages.types import UIMessage
-from tests.unit.lifecycle_engine.lce_support import harness
+from tests.support.engine_harness import harness
 
 REF = file_ref_part(
     part_id="att_1",
