@@ -17,7 +17,7 @@ from pai_agents.engine.step_stream import PendingCall
 from pai_agents.engine.store import ActionRequest
 from pai_agents.ids import new_id
 from pai_agents.messages.types import UIMessage, UIMessageChunk, UIMessagePart
-from pai_agents.tools import Tool, ToolContext, ToolData, ToolError
+from pai_agents.tools import ToolContext, ToolData, ToolError
 
 __all__ = [
     "ResultSource",
@@ -78,7 +78,7 @@ def open_tool_parts(message: UIMessage) -> Iterable[UIMessagePart]:
 
 
 async def execute_call(
-    call: PendingCall | tuple[Tool, Any, str],
+    call: PendingCall,
     *,
     run_id: str,
     thread_id: str,
@@ -92,11 +92,7 @@ async def execute_call(
 
     ``data`` is the call's ToolData writer (``ctx.data``); without one, writes are only kept
     on the writer."""
-    if isinstance(call, PendingCall):
-        tool, parsed, call_id = call.tool, call.parsed, call.tool_call_id
-    else:
-        tool, raw_input, call_id = call
-        parsed = tool.parse_input(raw_input)
+    tool, parsed, call_id = call.tool, call.parsed, call.tool_call_id
     context = ToolContext(
         tool_call_id=call_id,
         tool_name=tool.name,
