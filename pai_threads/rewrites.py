@@ -33,6 +33,8 @@ from pai_agents.lifecycle.facade import MessageVisibility
 from pai_agents.lifecycle.inputs import HistoryRewrite, RegenerateRewrite, VisibilityRewrite
 from pai_threads import registry, rewrite_delivery
 from pai_threads.errors import InvalidInput, NotFound, RewriteRejected, ThreadBusy
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import thread_updated
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
 
@@ -219,13 +221,8 @@ def _publish_head_on_commit(thread: Thread) -> None:
     """After the rewrite commits, clients get the public thread head, as after a facade
     visibility or public-metadata write (LC-029..LC-031); a rollback publishes nothing and
     private metadata is in no payload."""
-    # Imported here: the realtime projections import services, which imports this module.
-    from pai_threads.realtime.heads import thread_updated
-    from pai_threads.realtime.publisher import publish_sync
-
     thread.refresh_from_db()
-    events = [thread_updated(thread)]
-    transaction.on_commit(lambda: publish_sync(thread.id, events))
+    publish_after_commit(thread.id, [thread_updated(thread)])
 
 
 def _prepare(

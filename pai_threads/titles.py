@@ -31,6 +31,8 @@ from pai_agents.title_generation import generate_title
 from pai_agents.titles import ThreadTitleInput, TitleRecord
 from pai_threads import registry
 from pai_threads.db import run_db_closing as _db
+from pai_threads.events.publishing import publish_now
+from pai_threads.events.types import thread_updated
 from pai_threads.executors import get_executor
 from pai_threads.models import Message, Run, Thread
 
@@ -212,8 +214,4 @@ def _store(thread_id: str, before: TitleRecord, title: str) -> Thread | None:
 
 
 async def _publish_head(thread: Thread) -> None:
-    # Imported here: the realtime projections import services, which imports the executors.
-    from pai_threads.realtime.heads import thread_updated
-    from pai_threads.realtime.publisher import publish
-
-    await publish(thread.id, [thread_updated(thread)])
+    await publish_now(thread.id, [thread_updated(thread)])

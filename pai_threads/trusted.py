@@ -31,10 +31,9 @@ from pai_agents.json import JsonObject
 from pai_agents.lifecycle.memory import _bag, _merged
 from pai_threads import registry
 from pai_threads.errors import NotFound
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import run_status_of
 from pai_threads.models import Run
-from pai_threads.realtime.announce import run_status
-from pai_threads.realtime.projections import run_public
-from pai_threads.realtime.publisher import publish_sync
 
 __all__ = ["TrustedRun", "TrustedRunMetadata", "TrustedRuns", "TrustedThread", "trusted_thread"]
 
@@ -140,8 +139,7 @@ class TrustedRunMetadata:
             setattr(run, self._column, new)
             Run.objects.filter(pk=run.pk).update(**{self._column: new})
             if self._which == "public":  # the private bag is never published
-                events = [run_status(run_public(run))]
-                transaction.on_commit(lambda: publish_sync(run.thread_id, events))
+                publish_after_commit(run.thread_id, [run_status_of(run)])
         return new
 
     def _schema(self, run: Run) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -34,6 +34,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from ninja.utils import check_csrf
 
+from pai_agents.engine.events import RunEvent
 from pai_threads import services
 from pai_threads.api.envelope import ErrorInfo, error_response, json_errors
 from pai_threads.errors import InvalidInput, NotFound
@@ -204,7 +205,7 @@ def _parse(request: HttpRequest) -> dict[str, Any]:
     return body
 
 
-def _start(identity: Identity, body: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+def _start(identity: Identity, body: dict[str, Any]) -> tuple[str | None, Sequence[RunEvent]]:
     """Act on the request; the run to stream (or None) and events to publish."""
     thread_id = body["id"]
     last = body["messages"][-1]

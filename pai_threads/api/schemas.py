@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict
-from pydantic.alias_generators import to_camel
 
 from pai_threads.api.inputs import (
     ActionIn,
@@ -17,14 +14,26 @@ from pai_threads.api.inputs import (
     SendIn,
     ThreadPatchIn,
 )
+from pai_threads.events.projections import (
+    ActionOut,
+    CamelSchema,
+    QueueItemOut,
+    RunErrorOut,
+    RunOut,
+    ThreadOut,
+    UIMessageOut,
+)
 
 __all__ = [
     "ActionIn",
+    "ActionOut",
     "AiSdkChatIn",
     "CreateThreadIn",
     "ErrorOut",
     "MessageIn",
     "MessagePageOut",
+    "QueueItemOut",
+    "RunErrorOut",
     "RunOut",
     "SendIn",
     "SendOut",
@@ -32,12 +41,10 @@ __all__ = [
     "ThreadOut",
     "ThreadPageOut",
     "ThreadPatchIn",
+    "ThreadStateOut",
+    "UIMessageOut",
     "errors",
 ]
-
-
-class CamelSchema(Schema):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
 class ErrorBody(CamelSchema):
@@ -68,58 +75,9 @@ class SessionOut(CamelSchema):
     csrf_token: str
 
 
-class ThreadOut(CamelSchema):
-    id: str
-    agent: str
-    title: str
-    # "" (no title), "generated" (automatic, AD-041) or "manual" (a rename, AD-045).
-    title_source: str = ""
-    archived: bool = False
-    metadata: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-
-
 class ThreadPageOut(CamelSchema):
     threads: list[ThreadOut]
     next_page_token: str | None
-
-
-class RunErrorOut(CamelSchema):
-    code: str
-    message: str
-
-
-class RunOut(CamelSchema):
-    id: str
-    thread_id: str
-    status: str
-    initiator: str
-    step_count: int
-    attempt: int
-    usage: dict[str, Any]
-    metadata: dict[str, Any]
-    error: RunErrorOut | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
-class UIMessageOut(CamelSchema):
-    model_config = ConfigDict(extra="allow")
-
-    id: str
-    role: str
-    metadata: dict[str, Any]
-    parts: list[dict[str, Any]]
-
-
-class QueueItemOut(CamelSchema):
-    id: str
-    policy: str
-    status: str
-    messages: list[UIMessageOut]
-    created_at: datetime
 
 
 class SendOut(CamelSchema):
@@ -129,20 +87,6 @@ class SendOut(CamelSchema):
     run: RunOut | None
     queued: QueueItemOut | None = None
     created: bool
-
-
-class ActionOut(CamelSchema):
-    id: str
-    thread_id: str
-    run_id: str
-    message_id: str
-    tool_call_id: str
-    tool_name: str
-    kind: str
-    input: Any
-    status: str
-    approval_id: str | None
-    created_at: datetime
 
 
 class ThreadStateOut(CamelSchema):

@@ -5,6 +5,7 @@ through :class:`RealtimePublisher`; :class:`~.consumers.ThreadConsumer` serves
 ``ws/pai/threads/<thread_id>/``.
 """
 
-from pai_threads.realtime.publisher import RealtimePublisher, TeeSink, publish, publish_sync
+from pai_threads.realtime.delivery import publish, publish_sync
+from pai_threads.realtime.publisher import RealtimePublisher, TeeSink
 
 __all__ = ["RealtimePublisher", "TeeSink", "publish", "publish_sync"]

@@ -15,6 +15,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.db import transaction
 
+from pai_agents.engine.events import RunEvent
 from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, PaiError
 from pai_threads.identity import Identity
@@ -79,7 +80,7 @@ def _send(identity: Identity, thread_id: str, frame: Frame) -> Frame:
         policy=policy,  # type: ignore[arg-type]  # services validates the value
     )
     reply: Frame = {"created": result.created}
-    events: list[dict[str, Any]] = []
+    events: list[RunEvent] = []
     if result.message is not None:
         reply["message"] = message_public(result.message)
         events.append(message_committed(thread_id, reply["message"]))

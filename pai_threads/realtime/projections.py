@@ -1,8 +1,7 @@
-"""Client-visible JSON of threads, runs and messages, and the connect-time snapshot.
+"""The connect-time snapshot of a thread, and the client projections it is built from.
 
-Built from the HTTP API's schemas so both surfaces show one shape (camelCase, ISO dates).
-Private columns (``private_metadata``, the run's ``identity``, ``client_data`` and stored
-``error``) never reach these functions' output (LC-030, AD-034, AD-037).
+The projections are defined once, in :mod:`pai_threads.events.projections` (re-exported
+here for existing imports); the snapshot is what a websocket client starts from.
 """
 
 from __future__ import annotations
@@ -10,17 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from pai_threads import services
-from pai_threads.api.schemas import ActionOut, QueueItemOut, RunOut, ThreadOut
-from pai_threads.api.serializers import (
-    action_out,
-    message_out,
+from pai_threads.events.projections import (
+    actions_public,
+    message_public,
     messages_out,
-    queue_item_out,
-    run_out,
-    thread_out,
+    queue_item_public,
+    queue_public,
+    run_public,
+    thread_public,
 )
+from pai_threads.events.types import side_state as side_state_events
 from pai_threads.identity import Identity
-from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
+from pai_threads.models import Run
 
 __all__ = [
     "actions_public",
@@ -34,52 +34,6 @@ __all__ = [
 ]
 
 SNAPSHOT_RUNS = 20
-
-
-def thread_public(thread: Thread) -> dict[str, Any]:
-    return ThreadOut.model_validate(thread_out(thread)).model_dump(by_alias=True, mode="json")
-
-
-def run_public(run: Run) -> dict[str, Any]:
-    return RunOut.model_validate(run_out(run)).model_dump(by_alias=True, mode="json")
-
-
-def message_public(message: Message) -> dict[str, Any]:
-    return message_out(message)
-
-
-def queue_item_public(item: QueueItem) -> dict[str, Any]:
-    return QueueItemOut.model_validate(queue_item_out(item)).model_dump(by_alias=True, mode="json")
-
-
-def queue_public(thread_id: str) -> dict[str, Any]:
-    """Queued inputs (MF-035): each item carries complete projected user messages."""
-    items = QueueItem.objects.filter(thread_id=thread_id, status=QueueItem.Status.QUEUED)
-    return {"items": [queue_item_public(item) for item in items.order_by("created_at", "id")]}
-
-
-def actions_public(thread_id: str) -> list[dict[str, Any]]:
-    """Pending actions, joined by clients to tool parts through ``toolCallId`` (MF-024)."""
-    actions = PendingAction.objects.filter(
-        thread_id=thread_id, status=PendingAction.Status.PENDING
-    ).order_by("created_at", "id")
-    return [
-        ActionOut.model_validate(action_out(a)).model_dump(by_alias=True, mode="json")
-        for a in actions
-    ]
-
-
-def side_state_events(thread_id: str) -> list[dict[str, Any]]:
-    """``queue.changed`` and ``actions.changed`` with the current values: published after
-    anything that may change them (run status changes, sends, answers, cancels)."""
-    return [
-        {"type": "queue.changed", "threadId": thread_id, "queue": queue_public(thread_id)},
-        {
-            "type": "actions.changed",
-            "threadId": thread_id,
-            "pendingActions": actions_public(thread_id),
-        },
-    ]
 
 
 def build_snapshot(identity: Identity, thread_id: str) -> dict[str, Any]:

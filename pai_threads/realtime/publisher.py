@@ -1,8 +1,9 @@
 """The realtime :class:`EventSink`: number, buffer and fan out a thread's events.
 
-Runs publish through a :class:`RealtimePublisher` (see :mod:`pai_threads.execute`); other
-writers (rename, websocket sends) call :func:`publish`. Every event is appended to the
-thread's replay buffer, which assigns its sequence number, then sent to the thread's group.
+Runs publish through a :class:`RealtimePublisher` (see :mod:`pai_threads.execute`); thread
+operations publish through :func:`pai_threads.events.publish_after_commit`. Both deliver
+through :mod:`.delivery`: every event is appended to the thread's replay buffer, which
+assigns its sequence number, then sent to the thread's group.
 
 Deltas (text, reasoning, tool input) are held for ``REALTIME_COALESCE_MS`` and flushed as
 one batch: one buffer append and one channel-layer message for many tokens. Chunks are never
@@ -20,18 +21,16 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from asgiref.sync import async_to_sync
-
 from pai_agents.engine.events import EventSink, RunEvent
 from pai_agents.messages.projection import client_message
-from pai_threads.api.serializers import messages_out
 from pai_threads.db import run_db
+from pai_threads.events.projections import message_public, messages_out, run_public
+from pai_threads.events.types import empty_side_state, message_committed, run_status, side_state
 from pai_threads.models import Message, Run
+from pai_threads.realtime import delivery
 from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
 from pai_threads.realtime.conf import realtime_setting
-from pai_threads.realtime.link import Outage
-from pai_threads.realtime.notify import notify
-from pai_threads.realtime.projections import message_public, run_public, side_state_events
+from pai_threads.realtime.delivery import publish, publish_sync
 from pai_threads.run_facts import RunFacts
 
 __all__ = ["RealtimePublisher", "TeeSink", "publish", "publish_sync"]
@@ -45,35 +44,6 @@ def _is_delta(event: RunEvent) -> bool:
     return event.get("type") == "generation.message.chunk" and (
         event["chunk"].get("type") in _DELTA_CHUNKS
     )
-
-
-# Redis down: one warning when publishing starts failing, one when it works again.
-_outage = Outage("realtime publishing")
-
-
-async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
-    """Number, buffer and fan out ``events`` now; returns them with their ``seq``.
-
-    A buffer that cannot be reached drops the events (the database has what matters, and
-    subscribers resynchronise after the outage); a failed fan-out loses nothing, since
-    subscribers refill numbered events from the buffer."""
-    try:
-        numbered = await get_buffer().append(thread_id, events)
-    except Exception as exc:
-        _outage.failed(exc)
-        return []
-    try:
-        await notify(thread_id, numbered)
-    except Exception as exc:
-        _outage.failed(exc)
-        return numbered
-    _outage.recovered()
-    return numbered
-
-
-def publish_sync(thread_id: str, events: Sequence[RunEvent]) -> None:
-    """:func:`publish` for synchronous code (views, services)."""
-    async_to_sync(publish)(thread_id, events)
 
 
 def _stored_message(thread_id: str, message_id: str) -> dict[str, Any] | None:
@@ -107,14 +77,6 @@ async def _projected(rows: Sequence[Message], *, suspensions: bool) -> list[dict
     if suspensions and _has_tool_parts(rows):
         return await run_db(messages_out, rows)
     return messages_out(rows, suspensions=False)
-
-
-def _empty_side_state(thread_id: str) -> list[dict[str, Any]]:
-    """:func:`side_state_events` of a thread without queued input or pending actions."""
-    return [
-        {"type": "queue.changed", "threadId": thread_id, "queue": {"items": []}},
-        {"type": "actions.changed", "threadId": thread_id, "pendingActions": []},
-    ]
 
 
 class RealtimePublisher:
@@ -151,9 +113,9 @@ class RealtimePublisher:
             # write returned whether the thread has either; none needs no read.
             try:
                 if self._facts.take_sides_empty(str(event.get("runId"))):
-                    self._pending += _empty_side_state(self.thread_id)
+                    self._pending += empty_side_state(self.thread_id)
                 else:
-                    self._pending += await run_db(side_state_events, self.thread_id)
+                    self._pending += await run_db(side_state, self.thread_id)
             except Exception:
                 logger.exception("could not read queue/actions of thread %s", self.thread_id)
         if self._delay and _is_delta(event):
@@ -172,12 +134,8 @@ class RealtimePublisher:
             else await _projected(rows, suspensions=True)
         )
         for message in messages:
-            await self.publish(
-                {"type": "message.committed", "threadId": self.thread_id, "message": message}
-            )
-        await self.publish(
-            {"type": "run.status", "runId": run_id, "threadId": self.thread_id, "status": "running"}
-        )
+            await self.publish(message_committed(thread_id=self.thread_id, message=message))
+        await self.publish(run_status(run_id=run_id, thread_id=self.thread_id, status="running"))
 
     async def _enrich(self, event: RunEvent) -> RunEvent:
         """Attach the stored, public projections clients need: of the rows the store's
@@ -228,7 +186,7 @@ class RealtimePublisher:
         async with self._lock:  # batches reach the buffer in publish order
             batch, self._pending = self._pending, []
             if batch:
-                await publish(self.thread_id, batch)
+                await delivery.publish(self.thread_id, batch)  # one patch point for tests
 
     async def aclose(self) -> None:
         await self.flush()

@@ -78,7 +78,9 @@ async def open_frames(
             missed = None
     if missed is not None:
         frames.append({"type": "resumed", "since": since})
-        frames += [e for e in missed if generation is None or not _of_generation(e, generation)]
+        frames += [
+            dict(e) for e in missed if generation is None or not _of_generation(e, generation)
+        ]
     else:
         snapshot = await load_snapshot()
         frames.append({"type": "snapshot", "seq": state.last_seq, "state": snapshot})

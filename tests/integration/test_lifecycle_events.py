@@ -1,6 +1,6 @@
 """Realtime events of lifecycle facade writes on the ORM store (LC-029..LC-031).
 
-``pai_threads.realtime.publisher.publish`` is replaced by a recorder, so each test sees
+``pai_threads.realtime.delivery.publish`` is replaced by a recorder, so each test sees
 exactly the events the facade hands to the realtime layer after its writes commit.
 """
 
@@ -36,7 +36,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         events.extend({**e, "_thread": thread_id} for e in batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.publisher.publish", record)
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
     return events
 
 

@@ -3,7 +3,7 @@
 context from stored rows (LC-051), provider-executed calls (LC-127), no open row after an
 uncommitted step (LC-116), and realtime events of trusted and regenerate rewrites.
 
-``pai_threads.realtime.publisher.publish`` is replaced by a recorder where a test checks
+``pai_threads.realtime.delivery.publish`` is replaced by a recorder where a test checks
 events, so it sees exactly what reaches the replay buffer and the thread's subscribers.
 """
 
@@ -43,7 +43,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         events.extend({**e, "_thread": thread_id} for e in batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.publisher.publish", record)
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
     return events
 
 

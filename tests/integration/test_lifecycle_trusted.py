@@ -68,7 +68,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         events.extend(batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.publisher.publish", record)
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
     return events
 
 

@@ -18,7 +18,7 @@ from pai_threads.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, QueueItem, Run, Thread
 from pai_threads.queueing import admit_next
-from pai_threads.realtime import publisher
+from pai_threads.realtime import delivery
 from pai_threads.realtime.projections import build_snapshot
 
 SECRET = "SECRET-7f3a"
@@ -147,7 +147,7 @@ def test_ad_033_ad_034_ad_037_ad_038_private_metadata_reaches_no_client_surface(
     async def record(thread_id: str, events: Any) -> None:
         published.extend(events)
 
-    monkeypatch.setattr(publisher, "notify", record)
+    monkeypatch.setattr(delivery, "notify", record)
     caplog.set_level(logging.DEBUG)
     api_client.get("/")
     csrf = {"HTTP_X_CSRFTOKEN": api_client.cookies["csrftoken"].value}

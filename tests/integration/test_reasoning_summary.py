@@ -1,6 +1,6 @@
 """Reasoning summaries through the Django stack (AD-051, MF-013, TH-016).
 
-``pai_threads.realtime.publisher.publish`` is replaced by a recorder: what it records is
+``pai_threads.realtime.delivery.publish`` is replaced by a recorder: what it records is
 everything the websocket consumer and the AI SDK SSE endpoint ever read, so an assertion on
 it covers both transports. The stored row, the snapshot and the message page are read back
 from the database, as a refreshed client reads them.
@@ -36,7 +36,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         events.extend(batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.publisher.publish", record)
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
     return events
 
 

@@ -1,6 +1,6 @@
 """Peer-parity rules (docs/coming-from-think.md) that need the Django stack.
 
-``pai_threads.realtime.publisher.publish`` is replaced by a recorder: what it records is
+``pai_threads.realtime.delivery.publish`` is replaced by a recorder: what it records is
 everything the websocket consumer and the AI SDK SSE endpoint ever read (both stream the
 thread's published events), so an assertion on it covers both transports.
 """
@@ -45,7 +45,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         events.extend(batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.publisher.publish", record)
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
     return events
 
 

@@ -1,0 +1,230 @@
+"""Pending actions: answering one (an approval, a client tool's result) and reading them.
+
+Commands are never serialized into messages: a renderer holding a message and one of its
+tool parts asks for the action of exactly that pair (:func:`get_pending_action`, MF-024)
+and gets a typed view whose ``submit()`` answers it. Approvals and unresolved client tools
+are both pending actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from django.db import transaction
+from django.utils import timezone
+
+from pai_agents.engine.tool_calls import error_chunk
+from pai_agents.json import NotStrictJson, ensure_strict_json
+from pai_agents.messages.reducer import MessageReducer
+from pai_threads.conf import pai_settings
+from pai_threads.errors import ActionConflict, InvalidInput, NotFound
+from pai_threads.identity import Identity
+from pai_threads.input_guard import check_json, lookup_id
+from pai_threads.models import Message, PendingAction, Run, Thread
+from pai_threads.queueing import dispatch_after_commit
+from pai_threads.services.threads import get_thread
+
+__all__ = [
+    "PendingActionView",
+    "answered_message",
+    "fulfil_action",
+    "get_pending_action",
+    "list_actions",
+    "submit_action",
+]
+
+
+def submit_action(
+    identity: Identity, action_id: str, response: Mapping[str, Any], *, dispatch: bool = True
+) -> PendingAction:
+    """Answer a pending action once: approve/deny a call, or give a client tool's result.
+
+    The action is bound to its run, tool call and input: the answer applies to exactly that
+    call. When the run has no other pending action it resumes (dispatched after commit).
+    """
+    actions = PendingAction.objects.filter(
+        id=lookup_id(action_id, "pending action"), scope_key=identity.scope_key
+    )
+    submitted_by = {"scopeKey": identity.scope_key, **dict(identity.data)}
+    return _submit(actions, action_id, response, submitted_by, "client", dispatch=dispatch)
+
+
+def fulfil_action(
+    action_id: str, response: Mapping[str, Any], *, by: str, dispatch: bool = True
+) -> PendingAction:
+    """Trusted server code answers a pending action (any scope): a manual fulfilment.
+
+    Same rules as :func:`submit_action` (accepted once, bound to its call); the result is
+    tagged ``toolMetadata.pai.source == "manual"`` and ``by`` is recorded as the submitter.
+    """
+    actions = PendingAction.objects.filter(id=lookup_id(action_id, "pending action"))
+    return _submit(actions, action_id, response, {"manual": by}, "manual", dispatch=dispatch)
+
+
+def _submit(
+    actions: Any,
+    action_id: str,
+    response: Mapping[str, Any],
+    submitted_by: dict[str, Any],
+    source: str,
+    *,
+    dispatch: bool,
+) -> PendingAction:
+    response = check_json(response, "the answer")
+    run_id = actions.values_list("run_id", flat=True).first()
+    if run_id is None:
+        raise NotFound("pending action not found")
+    with transaction.atomic():
+        # The run before the action: the order cancel_run takes them in (no deadlock).
+        Run.objects.select_for_update().filter(pk=run_id).values_list("pk").first()
+        action = PendingAction.objects.select_for_update().filter(id=action_id).first()
+        if action is None:
+            raise NotFound("pending action not found")  # its thread was deleted meanwhile
+        if action.status != PendingAction.Status.PENDING:
+            raise ActionConflict("this action was already answered or cancelled")
+        chunk = _answer_chunk(action, response, source)
+        row = Message.objects.get(run_id=action.run_id, message_id=action.message_id)
+        reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
+        reducer.apply(chunk)
+        Message.objects.filter(pk=row.pk).update(
+            parts=reducer.message["parts"], updated_at=timezone.now()
+        )
+        action.status = PendingAction.Status.SUBMITTED
+        action.response = ensure_strict_json(dict(response), what="response")
+        action.submitted_by = submitted_by
+        action.resolved_at = timezone.now()
+        action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
+        still_pending = PendingAction.objects.filter(
+            run_id=action.run_id, status=PendingAction.Status.PENDING
+        ).exists()
+        if not still_pending:
+            resumed = Run.objects.filter(pk=action.run_id, status=Run.Status.WAITING).update(
+                status=Run.Status.QUEUED
+            )
+            if resumed and dispatch:
+                dispatch_after_commit(action.run_id)
+    return action
+
+
+def _answer_chunk(
+    action: PendingAction, response: Mapping[str, Any], source: str
+) -> dict[str, Any]:
+    if action.kind == PendingAction.Kind.APPROVAL:
+        approved = response.get("approved")
+        reason = response.get("reason")
+        if not isinstance(approved, bool) or (reason is not None and not isinstance(reason, str)):
+            raise InvalidInput("an approval needs {'approved': true|false, 'reason'?: string}")
+        chunk: dict[str, Any] = {
+            "type": "tool-approval-response",
+            "approvalId": action.request.get("approvalId", action.id),
+            "approved": approved,
+        }
+        if reason:
+            chunk["reason"] = reason[:2000]
+        return chunk
+    if "errorText" in response:
+        if not isinstance(response["errorText"], str):
+            raise InvalidInput("errorText must be a string")
+        return error_chunk(action.tool_call_id, response["errorText"], source)  # type: ignore[arg-type]
+    if "output" not in response:
+        raise InvalidInput("a client tool result needs 'output' (or 'errorText')")
+    try:
+        output = ensure_strict_json(response["output"], what="output")
+    except NotStrictJson as exc:
+        raise InvalidInput(str(exc)) from exc
+    return {
+        "type": "tool-output-available",
+        "toolCallId": action.tool_call_id,
+        "output": output,
+        "toolMetadata": {"pai": {"source": source}},
+    }
+
+
+def list_actions(
+    identity: Identity, *, thread_id: str | None = None, status: str = "pending"
+) -> list[PendingAction]:
+    actions = PendingAction.objects.filter(scope_key=identity.scope_key, status=status)
+    if thread_id is not None:
+        actions = actions.filter(thread_id=get_thread(identity, thread_id).id)
+    return list(actions.order_by("created_at", "id")[: pai_settings.MAX_PAGE_SIZE])
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingActionView:
+    """The pending action of one (message, tool part) pair, bound to the caller's identity."""
+
+    id: str
+    thread_id: str
+    run_id: str
+    message_id: str
+    tool_call_id: str
+    tool_name: str
+    kind: Literal["approval", "client"]
+    input: Any
+    approval_id: str | None
+    created_at: datetime
+    identity: Identity = field(repr=False, compare=False)
+
+    def submit(self, response: Mapping[str, Any], *, dispatch: bool = True) -> PendingAction:
+        """Answer it (``{"approved", "reason"?}``, or ``{"output"}`` / ``{"errorText"}``) as
+        :func:`submit_action` does: once only, scoped to the identity."""
+        return submit_action(self.identity, self.id, response, dispatch=dispatch)
+
+
+def _key(value: str | Mapping[str, Any], field_name: str) -> str:
+    key = value if isinstance(value, str) else value.get(field_name)
+    if not isinstance(key, str) or not key:
+        raise TypeError(f"expected an id or a mapping with a string {field_name!r}")
+    return key
+
+
+def get_pending_action(
+    identity: Identity,
+    thread_id: str,
+    message: str | Mapping[str, Any],
+    part: str | Mapping[str, Any],
+) -> PendingActionView | None:
+    """The pending action of exactly this message and tool part, or None (MF-024).
+
+    ``message`` is a message id or a projected message, ``part`` a tool call id or a tool
+    part. Another scope's thread raises ``NotFound`` like a missing one; an action of the
+    same call id under another message does not match.
+    """
+    message_id, tool_call_id = _key(message, "id"), _key(part, "toolCallId")
+    if not Thread.objects.filter(id=thread_id, scope_key=identity.scope_key).exists():
+        raise NotFound("thread not found")
+    action = (
+        PendingAction.objects.filter(
+            thread_id=thread_id,
+            scope_key=identity.scope_key,
+            message_id=message_id,
+            tool_call_id=tool_call_id,
+            status=PendingAction.Status.PENDING,
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if action is None:
+        return None
+    return PendingActionView(
+        id=action.id,
+        thread_id=action.thread_id,
+        run_id=action.run_id,
+        message_id=action.message_id,
+        tool_call_id=action.tool_call_id,
+        tool_name=action.tool_name,
+        kind=cast(Any, action.kind),
+        input=action.input,
+        approval_id=(action.request or {}).get("approvalId"),
+        created_at=action.created_at,
+        identity=identity,
+    )
+
+
+def answered_message(action: PendingAction) -> Message | None:
+    """The message holding an answered action's tool part, to announce after the answer:
+    the part changed (approval responded, client result) and so did its episode."""
+    return Message.objects.filter(thread_id=action.thread_id, message_id=action.message_id).first()

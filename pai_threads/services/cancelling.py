@@ -1,0 +1,75 @@
+"""Cancelling a run: at once when queued or waiting, through its abort signal when running."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from pai_agents.engine.tool_calls import open_tool_parts, settle_chunk
+from pai_agents.messages.reducer import MessageReducer
+from pai_threads import cancellation
+from pai_threads.errors import NotFound
+from pai_threads.identity import Identity
+from pai_threads.input_guard import lookup_id
+from pai_threads.models import Message, PendingAction, Run
+from pai_threads.queueing import admit_next, lock_thread
+
+__all__ = ["cancel_locked", "cancel_run"]
+
+
+def cancel_run(identity: Identity, run_id: str) -> Run:
+    """Cancel a run: at once when queued or waiting, through its abort signal when running.
+
+    Cancelling a waiting run cancels its pending actions and settles their tool calls; the
+    thread's next queued input is admitted when the run ends.
+    """
+    thread_id = (
+        Run.objects.filter(id=lookup_id(run_id, "run"), scope_key=identity.scope_key)
+        .values_list("thread_id", flat=True)
+        .first()
+    )
+    if thread_id is None:
+        raise NotFound("run not found")
+    with transaction.atomic():
+        # The thread first, then the run: the lock order of sends and of a run's end.
+        lock_thread(thread_id)
+        run = Run.objects.select_for_update().filter(id=run_id).first()
+        if run is None:
+            raise NotFound("run not found")  # its thread was deleted meanwhile
+        cancel_locked(run)
+    run.refresh_from_db()
+    return run
+
+
+def cancel_locked(run: Run) -> None:
+    now = timezone.now()
+    if run.status == Run.Status.RUNNING:
+        Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=now
+        )
+        transaction.on_commit(lambda: cancellation.abort_local(run.id))
+        return
+    if run.status not in (Run.Status.QUEUED, Run.Status.WAITING):
+        return
+    if run.status == Run.Status.WAITING:
+        PendingAction.objects.filter(run=run, status=PendingAction.Status.PENDING).update(
+            status=PendingAction.Status.CANCELLED, resolved_at=now
+        )
+        _settle_waiting_message(run)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.CANCELLED, finished_at=now, lease_owner="", lease_expires_at=None
+    )
+    admit_next(run.thread_id)
+
+
+def _settle_waiting_message(run: Run) -> None:
+    """A cancelled waiting run leaves no unanswered tool call behind (transcript integrity)."""
+    row = Message.objects.filter(run=run, step_index__isnull=False).order_by("-step_index").first()
+    if row is None:
+        return
+    reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
+    for part in list(open_tool_parts(reducer.message)):
+        reducer.apply(settle_chunk(part["toolCallId"], "cancel"))
+    Message.objects.filter(pk=row.pk).update(
+        parts=reducer.message["parts"], updated_at=timezone.now()
+    )

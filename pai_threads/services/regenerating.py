@@ -1,0 +1,61 @@
+"""Regenerating the latest answer: a history rewrite and a run with initiator ``regenerate``."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from pai_threads import registry
+from pai_threads.errors import InvalidInput, ThreadBusy
+from pai_threads.identity import Identity
+from pai_threads.models import Message, Run
+from pai_threads.queueing import dispatch_after_commit
+from pai_threads.rewrites import apply_regenerate_rewrite, run_metadata_defaults
+from pai_threads.services.threads import get_thread, lock_existing
+
+__all__ = ["regenerate"]
+
+
+def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> Run:
+    """Answer the latest user message again: its previous answer leaves transcript and
+    context (a history rewrite), and a run with initiator ``regenerate`` starts.
+
+    The agent's ``prepare_history_rewrite`` runs inside this transaction and its thread
+    metadata patches commit with the rewrite; ``history_rewritten`` runs after commit
+    (:mod:`pai_threads.rewrites`, LC-057..LC-066)."""
+    thread = get_thread(identity, thread_id)
+    agent = registry.get_agent(thread.agent_name)
+    with transaction.atomic():
+        lock_existing(thread)
+        if Run.objects.active().filter(thread=thread).exists():
+            raise ThreadBusy("the thread has an active run")
+        target = (
+            Message.objects.filter(thread=thread, role="user", in_transcript=True)
+            .order_by("-id")
+            .first()
+        )
+        if target is None:
+            raise InvalidInput("there is no user message to regenerate an answer for")
+        previous = target.run
+        run = Run.objects.create(
+            thread=thread,
+            scope_key=thread.scope_key,
+            agent_name=thread.agent_name,
+            initiator=Run.Initiator.REGENERATE,
+            input_message_id=target.message_id,
+            identity=agent.validate_identity(identity.data),
+            client_data=previous.client_data if previous else {},
+            **run_metadata_defaults(agent),
+        )
+        # Hides the old answer, runs prepare_history_rewrite, writes its metadata patches
+        # and bumps the version, all in this transaction.
+        apply_regenerate_rewrite(
+            thread,
+            agent,
+            target,
+            identity=run.identity,
+            client_data=run.client_data,
+            run_id=run.id,
+        )
+        if dispatch:
+            dispatch_after_commit(run.id)
+    return run

@@ -1,0 +1,173 @@
+"""Sending a user message: a new run, or the active run's send policy (queue, reject,
+interrupt, steer); idempotent on the message id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from pai_agents.agent import InvalidAgentInput, SendPolicy
+from pai_agents.json import dumps as json_dumps
+from pai_agents.lifecycle.metadata import InvalidMetadata, replace_metadata
+from pai_threads import registry
+from pai_threads.conf import pai_settings
+from pai_threads.errors import InvalidInput, NotFound, PayloadTooLarge, ThreadBusy
+from pai_threads.files import reference_attachments
+from pai_threads.identity import Identity
+from pai_threads.input_guard import check_json, validate_user_message
+from pai_threads.models import Message, QueueItem, Run, Thread
+from pai_threads.queueing import dispatch_after_commit
+from pai_threads.rewrites import run_metadata_defaults
+from pai_threads.services.cancelling import cancel_locked
+from pai_threads.services.threads import get_thread
+
+__all__ = ["SEND_POLICIES", "SendResult", "send"]
+
+SEND_POLICIES = ("queue", "reject", "interrupt", "steer")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SendResult:
+    """A started run (``message`` stored), or queued input (``queue_item``) behind ``run``."""
+
+    message: Message | None
+    run: Run | None
+    created: bool
+    queue_item: QueueItem | None = None
+
+
+def send(
+    identity: Identity,
+    thread_id: str,
+    message: Mapping[str, Any],
+    *,
+    client_data: Mapping[str, Any] | None = None,
+    policy: SendPolicy | None = None,
+    dispatch: bool = True,
+) -> SendResult:
+    """Store a user message and start a run for it, dispatched after commit.
+
+    While a run is active the send follows ``policy`` (default: the agent's): ``queue``
+    stores it as a queue item (admitted when the run ends), ``reject`` raises ThreadBusy and
+    stores nothing, ``interrupt`` queues it first in line and cancels the active run,
+    ``steer`` hands it to the active run's next model step. Idempotent on the message id: a
+    retry returns the original message (or queue item) and run, storing nothing twice.
+    """
+    thread = get_thread(identity, thread_id)
+    message_id, parts, metadata = validate_user_message(message)
+    parts = reference_attachments(thread, parts)  # MF-039: stored as references
+    client_id = bool(message.get("id"))
+    try:
+        agent = registry.get_agent(thread.agent_name)
+    except registry.AgentNotFound:
+        raise InvalidInput(f"the thread's agent {thread.agent_name!r} is not available") from None
+    if policy is not None and policy not in SEND_POLICIES:
+        raise InvalidInput(f"unknown send policy {policy!r}")
+    try:
+        trusted_identity = agent.validate_identity(identity.data)
+        data = agent.validate_client_data(check_json(client_data, "clientData"))
+    except InvalidAgentInput as exc:
+        raise InvalidInput(str(exc)) from exc
+    public_schema = agent.message_metadata.public if agent.message_metadata else None
+    if public_schema is not None:
+        # Typed user message metadata (AD-033): the canonical parsed bag, or 422 and nothing
+        # stored. Private message metadata is server-only: clients cannot send it.
+        try:
+            metadata = replace_metadata(public_schema, metadata, what="message metadata")
+        except (InvalidMetadata, ValueError) as exc:
+            raise InvalidInput(str(exc)) from exc
+    payload: dict[str, Any] = {
+        "id": message_id,
+        "role": "user",
+        "parts": parts,
+        "metadata": metadata,
+    }
+    if len(json_dumps(payload).encode("utf-8")) > pai_settings.MAX_MESSAGE_BYTES:
+        raise PayloadTooLarge(f"the message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes")
+    try:
+        with transaction.atomic():
+            # Touching the thread takes its row lock: "is a run active?" and "start a run /
+            # queue the input" become one step, so concurrent sends never race.
+            if not Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now()):
+                raise NotFound("thread not found")  # deleted since it was read
+            if client_id:
+                # Only a client-chosen id can be a retry; generated ids are fresh.
+                existing = _existing_send(thread, message_id)
+                if existing is not None:
+                    return existing
+            active = Run.objects.active().filter(thread=thread).only("id", "status").first()
+            if active is not None:
+                return _enqueue(
+                    thread, active, payload, trusted_identity, data, policy or agent.send_policy
+                )
+            run = Run.objects.create(
+                thread=thread,
+                scope_key=thread.scope_key,
+                agent_name=thread.agent_name,
+                identity=trusted_identity,
+                client_data=data,
+                **run_metadata_defaults(agent),
+            )
+            row = Message.objects.create(
+                message_id=message_id,
+                thread=thread,
+                scope_key=thread.scope_key,
+                run=run,
+                role="user",
+                parts=parts,
+                metadata=metadata,
+                producer=Message.Producer.SEND,
+                relation=Message.Relation.INPUT,
+            )
+            if dispatch:
+                dispatch_after_commit(run.id)
+    except IntegrityError:
+        # A concurrent retry stored the same message id first.
+        existing = _existing_send(thread, message_id)
+        if existing is not None:
+            return existing
+        raise
+    return SendResult(message=row, run=run, created=True)
+
+
+def _enqueue(
+    thread: Thread,
+    active: Run,
+    payload: dict[str, Any],
+    identity: dict[str, Any],
+    client_data: dict[str, Any],
+    policy: str,
+) -> SendResult:
+    if policy == "reject":
+        raise ThreadBusy("the thread already has an active run")
+    item = QueueItem.objects.create(
+        thread=thread,
+        scope_key=thread.scope_key,
+        message_id=payload["id"],
+        message=payload,
+        policy=policy,
+        identity=identity,
+        client_data=client_data,
+    )
+    if policy == "interrupt":
+        # Lock the run (after the thread: the one lock order) and act on its current status:
+        # a worker may have claimed it since it was read.
+        cancel_locked(Run.objects.select_for_update().get(pk=active.pk))
+    return SendResult(message=None, run=active, queue_item=item, created=True)
+
+
+def _existing_send(thread: Thread, message_id: str) -> SendResult | None:
+    row = Message.objects.select_related("run").filter(thread=thread, message_id=message_id).first()
+    if row is not None:
+        if row.run is None or row.role != "user":
+            raise InvalidInput("message id already used in this thread")
+        return SendResult(message=row, run=row.run, created=False)
+    item = QueueItem.objects.filter(thread=thread, message_id=message_id).first()
+    if item is not None:
+        run = Run.objects.active().filter(thread=thread).first()
+        return SendResult(message=None, run=run, queue_item=item, created=False)
+    return None

@@ -1,0 +1,206 @@
+"""Threads and their reads: create, rename, archive, delete; list threads, messages, queue.
+
+Every function takes the caller's :class:`Identity` and filters by its ``scope_key``; a
+thread of another scope raises :class:`NotFound` exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from pai_threads import cancellation, registry
+from pai_threads.conf import pai_settings
+from pai_threads.errors import InvalidInput, NotFound
+from pai_threads.identity import Identity
+from pai_threads.input_guard import check_text, lookup_id
+from pai_threads.models import File, Message, QueueItem, Run, Thread
+from pai_threads.pagination import InvalidPageToken, decode_token, encode_token
+from pai_threads.queueing import lock_thread
+from pai_threads.rewrites import thread_metadata_defaults
+
+__all__ = [
+    "MAX_TITLE",
+    "Page",
+    "create_thread",
+    "delete_thread",
+    "get_run",
+    "get_thread",
+    "list_messages",
+    "list_queue",
+    "list_threads",
+    "lock_existing",
+    "page_size",
+    "rename_thread",
+    "set_archived",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    items: list[Any]
+    next_page_token: str | None
+
+
+def create_thread(identity: Identity, *, agent: str | None = None, title: str = "") -> Thread:
+    agent_name = agent or registry.default_agent_name()
+    try:
+        registry.get_agent(agent_name)
+    except registry.AgentNotFound:
+        raise InvalidInput(f"unknown agent {agent_name!r}") from None
+    return Thread.objects.create(
+        scope_key=identity.scope_key,
+        agent_name=agent_name,
+        title=check_text(title, "the title")[:200],
+        title_source="manual" if title else "",  # set by the application (AD-045)
+        **thread_metadata_defaults(agent_name),
+    )
+
+
+MAX_TITLE = 200
+
+
+def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
+    """Set the title (whitespace folded, at most 200 characters).
+
+    The title record becomes ``manual``: automatic generation never replaces it unless the
+    agent's ``thread_titles`` says ``overwrite="always"`` (AD-045).
+    """
+    if not isinstance(title, str):
+        raise InvalidInput("title must be a string")
+    title = " ".join(check_text(title, "the title").split())
+    if len(title) > MAX_TITLE:
+        raise InvalidInput(f"title must be at most {MAX_TITLE} characters")
+    thread = get_thread(identity, thread_id)
+    thread.title = title
+    thread.title_source = "manual"
+    thread.updated_at = timezone.now()
+    thread.save(update_fields=["title", "title_source", "updated_at"])
+    return thread
+
+
+def get_thread(identity: Identity, thread_id: str) -> Thread:
+    try:
+        return Thread.objects.get(id=lookup_id(thread_id, "thread"), scope_key=identity.scope_key)
+    except Thread.DoesNotExist:
+        raise NotFound("thread not found") from None
+
+
+def set_archived(identity: Identity, thread_id: str, archived: bool) -> Thread:
+    """Archive (or restore) a thread: it stays whole and usable; lists can filter on it."""
+    thread = get_thread(identity, thread_id)
+    if thread.archived != archived:
+        thread.archived = archived
+        thread.updated_at = timezone.now()
+        thread.save(update_fields=["archived", "updated_at"])
+    return thread
+
+
+def delete_thread(identity: Identity, thread_id: str) -> list[str]:
+    """Delete a thread with everything in it: messages, runs and their steps, queued
+    input, pending actions and the files bound to it (their stored bytes after commit).
+
+    An active run is stopped first: a local execution is aborted at once, one elsewhere
+    loses its lease at its next write and abandons the run. Returns the ids of the runs
+    that were active."""
+    thread = get_thread(identity, thread_id)
+    with transaction.atomic():
+        # The thread lock: a concurrent send or run end either finishes before the delete
+        # or finds the thread gone (NotFound), never half of it.
+        lock_thread(thread.id)
+        active = list(Run.objects.active().filter(thread=thread).values_list("id", flat=True))
+        stored = list(File.objects.filter(thread=thread).values_list("storage_name", flat=True))
+        Thread.objects.filter(pk=thread.pk).delete()
+        for run_id in active:
+            transaction.on_commit(partial(cancellation.abort_local, run_id, "thread deleted"))
+        transaction.on_commit(partial(_delete_stored, stored))
+    return active
+
+
+def _delete_stored(names: list[str]) -> None:
+    for name in names:
+        default_storage.delete(name)
+
+
+def lock_existing(thread: Thread) -> None:
+    """Lock the thread's row; NotFound when it was deleted since it was read."""
+    if Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").first() is None:
+        raise NotFound("thread not found")
+
+
+def page_size(limit: int | None) -> int:
+    size = limit or pai_settings.PAGE_SIZE
+    return max(1, min(size, pai_settings.MAX_PAGE_SIZE))
+
+
+def list_threads(
+    identity: Identity,
+    *,
+    limit: int | None = None,
+    page_token: str | None = None,
+    archived: bool | None = None,
+) -> Page:
+    """Most recently updated first; the token resumes after the last thread seen.
+    ``archived``: only archived (True) or only active (False) threads; None lists both."""
+    size = page_size(limit)
+    threads = Thread.objects.filter(scope_key=identity.scope_key).order_by("-updated_at", "-id")
+    if archived is not None:
+        threads = threads.filter(archived=archived)
+    if page_token:
+        try:
+            updated_at, last_id = str(decode_token("threads", page_token)).split("|", 1)
+        except (InvalidPageToken, ValueError) as exc:
+            raise InvalidInput("invalid page token") from exc
+        moment = parse_datetime(updated_at)
+        threads = threads.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__lt=last_id))
+    rows = list(threads[: size + 1])
+    token = None
+    if len(rows) > size:
+        rows = rows[:size]
+        token = encode_token("threads", f"{rows[-1].updated_at.isoformat()}|{rows[-1].id}")
+    return Page(items=rows, next_page_token=token)
+
+
+def list_messages(
+    identity: Identity, thread_id: str, *, limit: int | None = None, page_token: str | None = None
+) -> Page:
+    """The transcript's latest page, oldest first; the token fetches the page before it."""
+    thread = get_thread(identity, thread_id)
+    size = page_size(limit)
+    messages = Message.objects.filter(thread=thread, in_transcript=True).order_by("-id")
+    if page_token:
+        try:
+            before = decode_token(f"messages:{thread.id}", page_token)
+        except InvalidPageToken as exc:
+            raise InvalidInput(str(exc)) from exc
+        messages = messages.filter(id__lt=before)
+    rows = list(messages[: size + 1])
+    token = None
+    if len(rows) > size:
+        rows = rows[:size]
+        token = encode_token(f"messages:{thread.id}", rows[-1].id)
+    rows.reverse()
+    return Page(items=rows, next_page_token=token)
+
+
+def get_run(identity: Identity, run_id: str) -> Run:
+    try:
+        return Run.objects.get(id=lookup_id(run_id, "run"), scope_key=identity.scope_key)
+    except Run.DoesNotExist:
+        raise NotFound("run not found") from None
+
+
+def list_queue(identity: Identity, thread_id: str) -> list[QueueItem]:
+    thread = get_thread(identity, thread_id)
+    return list(
+        QueueItem.objects.filter(thread=thread, status=QueueItem.Status.QUEUED).order_by(
+            "created_at", "id"
+        )
+    )
