@@ -6,6 +6,7 @@ dropped on ``setting_changed`` so ``override_settings(PAI=...)`` works in tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -78,6 +79,7 @@ DEFAULTS: dict[str, Any] = {
 class PaiSettings:
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
+        self._reload_listeners: list[Callable[[], None]] = []
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name not in DEFAULTS:
@@ -93,6 +95,13 @@ class PaiSettings:
 
     def reload(self) -> None:
         self._cache.clear()
+        for listener in self._reload_listeners:
+            listener()
+
+    def on_reload(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever ``settings.PAI`` changes (caches built from it, such
+        as the agent registry and the executor, register their ``cache_clear``)."""
+        self._reload_listeners.append(listener)
 
 
 pai_settings = PaiSettings()
@@ -102,7 +111,3 @@ pai_settings = PaiSettings()
 def _reload(*, setting: str, **_: Any) -> None:
     if setting == "PAI":
         pai_settings.reload()
-        from pai_threads import executors, registry
-
-        registry.clear_cache()
-        executors.clear_cache()

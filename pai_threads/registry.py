@@ -46,3 +46,6 @@ def default_agent_name() -> str:
 
 def clear_cache() -> None:
     agents.cache_clear()
+
+
+pai_settings.on_reload(clear_cache)

@@ -31,3 +31,6 @@ def get_executor() -> Executor:
 
 def clear_cache() -> None:
     get_executor.cache_clear()
+
+
+pai_settings.on_reload(clear_cache)

@@ -27,7 +27,6 @@ OVERSIZE = {
 # Strongly connected components of the module import graph (function-level imports count:
 # they only hide a cycle). None may grow, none may appear.
 CYCLES = [
-    {"pai_threads.conf", "pai_threads.executors", "pai_threads.registry"},
 ]
 
 
