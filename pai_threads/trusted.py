@@ -28,7 +28,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from pai_agents.json import JsonObject
-from pai_agents.lifecycle.memory import _bag, _merged
+from pai_agents.lifecycle.validation import merged_bag, validated_bag
 from pai_threads import registry
 from pai_threads.errors import NotFound
 from pai_threads.events.publishing import publish_after_commit
@@ -105,11 +105,11 @@ class TrustedRunMetadata:
 
     def merge(self, patch: Mapping[str, Any]) -> JsonObject:
         """Shallow top-level merge; the merged bag is validated whole and returned."""
-        return self._write(lambda schema, current: _merged(schema, current, patch, self._what))
+        return self._write(lambda schema, current: merged_bag(schema, current, patch, self._what))
 
     def replace(self, value: Mapping[str, Any]) -> JsonObject:
         """Swap the whole bag (absent keys disappear) after full validation."""
-        return self._write(lambda schema, current: _bag(schema, value, self._what))
+        return self._write(lambda schema, current: validated_bag(schema, value, self._what))
 
     async def aget(self) -> JsonObject:
         return await sync_to_async(self.get)()

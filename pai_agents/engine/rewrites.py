@@ -41,8 +41,9 @@ from pai_agents.lifecycle.inputs import (
     VisibilityChange,
     VisibilityRewrite,
 )
-from pai_agents.lifecycle.memory import InMemoryLifecycleStore, _merged, _with_visibility
+from pai_agents.lifecycle.memory import InMemoryLifecycleStore
 from pai_agents.lifecycle.metadata import MetadataBags, merge_metadata
+from pai_agents.lifecycle.validation import merged_bag, with_visibility
 
 __all__ = [
     "RewriteBusy",
@@ -125,7 +126,7 @@ def _merge(schema: Any, current: dict[str, Any], patch: Mapping[str, Any], which
     what = f"prepare_history_rewrite thread {which} metadata"
     if schema is not None:
         return merge_metadata(schema, current, patch, what=what)
-    return _merged(None, current, patch, what)
+    return merged_bag(None, current, patch, what)
 
 
 async def report_rewrite_error(
@@ -403,7 +404,7 @@ def _commit_rewrite(
             return False
         for row in store._thread_rows(scope_key, thread_id):
             if row.message.id in changes:
-                row.message = _with_visibility(row.message, changes[row.message.id])
+                row.message = with_visibility(row.message, changes[row.message.id])
         public_changed = bags.public != thread.public
         thread.private, thread.public = dict(bags.private), dict(bags.public)
         thread.version += 1

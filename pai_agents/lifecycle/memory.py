@@ -38,8 +38,6 @@ from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataBags, Me
 from pai_agents.lifecycle.thread_facade import LifecycleThreadFacade, RunMetadataFacade
 from pai_agents.lifecycle.validation import (
     NATIVE_PART_TYPES,
-    merged_bag,
-    validated_bag,
     with_visibility,
 )
 from pai_agents.messages.types import UIMessagePart
@@ -57,9 +55,6 @@ __all__ = [
 T = TypeVar("T")
 # The facade on this backend (the name this module has always exported).
 InMemoryThreadFacade = LifecycleThreadFacade
-# Former private names still imported by pai_agents.engine.rewrites and pai_threads.trusted:
-# use pai_agents.lifecycle.validation's public names instead.
-_bag, _merged, _with_visibility = validated_bag, merged_bag, with_visibility
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -131,8 +131,4 @@ def test_no_new_import_cycle() -> None:
 
 # (importing module, imported private name) as they stand today.
 PRIVATE_IMPORTS: list[tuple[str, str]] = [
-    ("pai_agents.engine.rewrites", "pai_agents.lifecycle.memory._merged"),
-    ("pai_agents.engine.rewrites", "pai_agents.lifecycle.memory._with_visibility"),
-    ("pai_threads.trusted", "pai_agents.lifecycle.memory._bag"),
-    ("pai_threads.trusted", "pai_agents.lifecycle.memory._merged"),
 ]
