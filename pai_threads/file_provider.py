@@ -2,7 +2,7 @@
 
 Each reference becomes one AI SDK ``file`` part whose data is a ``data:`` URL of the stored
 bytes (images, text and documents alike); the model provider decides how to send it (see
-``pai_agents/models/_openai_files.py``). Nothing is written back: the stored message keeps
+``pai_agents/models/openai_files.py``). Nothing is written back: the stored message keeps
 its reference (MF-039, MF-040). One instance serves one run, and caches what it read, since
 files are immutable and every step of the run sends the same context again.
 """

@@ -8,6 +8,7 @@ lease-fenced ``thread`` facade of :mod:`.facade`.
 
 from __future__ import annotations
 
+from pai_agents.lifecycle.backend import LifecycleBackend, ThreadScope
 from pai_agents.lifecycle.compaction import (
     CompactionState,
     ContextCompaction,
@@ -135,6 +136,7 @@ from pai_agents.lifecycle.streams import (
     synthetic_step_stream,
 )
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
+from pai_agents.lifecycle.thread_facade import LifecycleThreadFacade, RunMetadataFacade
 from pai_agents.lifecycle.ui_data import InvalidUiData, UiDataWriterImpl
 
 __all__ = [
@@ -169,6 +171,7 @@ __all__ = [
     "InvalidLifecycleWrite",
     "InvalidMetadata",
     "InvalidUiData",
+    "LifecycleBackend",
     "LifecycleBase",
     "LifecycleLike",
     "LifecycleMessage",
@@ -177,6 +180,7 @@ __all__ = [
     "LifecycleResultError",
     "LifecycleRun",
     "LifecycleThread",
+    "LifecycleThreadFacade",
     "LifecycleThreadTransaction",
     "LifecycleTrace",
     "MessageVisibility",
@@ -212,6 +216,7 @@ __all__ = [
     "ResumeEntry",
     "RunFinishedInput",
     "RunMetadataClient",
+    "RunMetadataFacade",
     "RunPatch",
     "Skip",
     "StepAborted",
@@ -224,6 +229,7 @@ __all__ = [
     "ThreadContextClient",
     "ThreadMessageClient",
     "ThreadMetadataClient",
+    "ThreadScope",
     "ToolCallInfo",
     "ToolExecutionEntry",
     "ToolInfo",
