@@ -33,7 +33,7 @@ from django.db import transaction
 from django.db.models import F
 
 from pai_agents.engine.events import RunEvent
-from pai_agents.engine.store import Lease, LeaseLost
+from pai_agents.engine.store import Lease
 from pai_agents.json import JsonObject
 from pai_agents.lifecycle.backend import (
     Bag,
@@ -47,6 +47,7 @@ from pai_agents.lifecycle.backend import (
 from pai_agents.lifecycle.facade import LifecycleMessage, MessageVisibility
 from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataSchemas
 from pai_agents.lifecycle.thread_facade import LifecycleThreadFacade, RunMetadataFacade
+from pai_threads import store_sql
 from pai_threads.db import run_db as _db
 from pai_threads.models import Message, Run, Thread
 from pai_threads.realtime.announce import message_committed, run_status
@@ -98,11 +99,7 @@ class ORMLifecycleBackend:
 
     def fence(self, lease: LeaseLike) -> None:
         """The engine's fencing UPDATE: it also locks the run until the transaction ends."""
-        fenced = Run.objects.filter(
-            id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING
-        )
-        if fenced.update(lease_token=F("lease_token")) != 1:
-            raise LeaseLost(lease.run_id)
+        store_sql.fence(lease)
 
     def lock_thread(self, scope: ThreadScope) -> ThreadHead:
         thread = Thread.objects.select_for_update().get(

@@ -72,10 +72,6 @@ from pai_threads.suspensions import suspension_episode
 __all__ = ["ORMThreadStore"]
 
 
-# The name pai_threads.lifecycle_store imports; new code uses store_sql.fence.
-_fence = fence
-
-
 _RUN_TABLE = Run._meta.db_table
 # What a client projection of a run needs (run_public), returned by every fencing write.
 _RUN_FIELDS = model_fields(

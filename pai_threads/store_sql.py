@@ -26,7 +26,8 @@ from django.db.models.sql import InsertQuery, UpdateQuery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from pai_agents.engine.store import Lease, LeaseLost
+from pai_agents.engine.store import LeaseLost
+from pai_agents.lifecycle.backend import LeaseLike
 from pai_threads.models import Message, PendingAction, QueueItem, Run
 
 __all__ = [
@@ -72,7 +73,7 @@ _JSON_FIELDS = frozenset({"parts", "metadata", "usage", "diagnostics"})
 _DATETIME_FIELDS = frozenset({"created_at", "updated_at"})
 
 
-def lease_held(lease: Lease) -> Q:
+def lease_held(lease: LeaseLike) -> Q:
     """The lease predicate: the write is made by the run's current lease holder (the run
     row still carries this execution's fencing token, and the run is still running)."""
     return Q(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
@@ -83,19 +84,19 @@ def lease_expired(now: datetime) -> Q:
     return Q(status=Run.Status.RUNNING, lease_expires_at__lt=now)
 
 
-def held_runs(lease: Lease) -> QuerySet[Run]:
+def held_runs(lease: LeaseLike) -> QuerySet[Run]:
     """The run row, if ``lease`` still holds it (for a fencing UPDATE)."""
     return Run.objects.filter(lease_held(lease))
 
 
-def fence(lease: Lease, **changes: Any) -> None:
+def fence(lease: LeaseLike, **changes: Any) -> None:
     """Check (and lock) the lease inside the current transaction, applying ``changes``;
     :class:`LeaseLost` (before anything is written) when it no longer holds."""
     if held_runs(lease).update(**(changes or {"lease_token": F("lease_token")})) != 1:
         raise LeaseLost(lease.run_id)
 
 
-def held_exists_sql(lease: Lease) -> tuple[str, list[Any]]:
+def held_exists_sql(lease: LeaseLike) -> tuple[str, list[Any]]:
     """``EXISTS`` the run row held by ``lease``, locking it as a fencing UPDATE does (until
     the statement's commit). SQLite locks the whole database for any write: no lock clause."""
     query = held_runs(lease).order_by().values("pk").query
