@@ -144,12 +144,9 @@ class RunAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Cancel the selected runs")
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        from pai_threads.realtime.announce import announce
-
         for run in queryset:
-            # Trusted operator action: act in the run's own scope.
-            cancelled = services.cancel_run(Identity(scope_key=run.scope_key), run.id)
-            announce(cancelled.thread_id, run=cancelled)
+            # Trusted operator action: act in the run's own scope (the cancel publishes).
+            services.cancel_run(Identity(scope_key=run.scope_key), run.id)
         messages.info(request, f"Cancel requested for {queryset.count()} run(s).")
 
     @admin.action(description="Re-dispatch all stalled runs (sweeper)")

@@ -10,6 +10,10 @@ from django.db import connection, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
+from pai_threads.events.projections import message_public
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import message_committed
+from pai_threads.executors import get_executor
 from pai_threads.models import Message, QueueItem, Run, Thread
 from pai_threads.rewrites import run_metadata_defaults
 
@@ -17,12 +21,7 @@ __all__ = ["admit_next", "dispatch_after_commit", "lock_thread"]
 
 
 def dispatch_after_commit(run_id: str) -> None:
-    def dispatch() -> None:
-        from pai_threads.executors import get_executor
-
-        get_executor().dispatch(run_id)
-
-    transaction.on_commit(dispatch)
+    transaction.on_commit(lambda: get_executor().dispatch(run_id))
 
 
 def lock_thread(thread_id: str) -> None:
@@ -45,7 +44,8 @@ def admit_next(thread_id: str) -> Run | None:
     """Move the next queued item into the transcript, unchanged, and start its run.
 
     Interrupting input goes first (it cancelled the run to run next), then the oldest. The
-    caller holds the thread lock (:func:`lock_thread`).
+    caller holds the thread lock (:func:`lock_thread`). After commit, subscribers get the
+    admitted message (``message.committed``).
     """
     item = (
         QueueItem.objects.filter(thread_id=thread_id, status=QueueItem.Status.QUEUED)
@@ -68,7 +68,7 @@ def admit_next(thread_id: str) -> Run | None:
         **run_metadata_defaults(agent_name),
     )
     message = item.message
-    Message.objects.create(
+    row = Message.objects.create(
         message_id=item.message_id,
         thread_id=thread_id,
         scope_key=item.scope_key,
@@ -82,5 +82,8 @@ def admit_next(thread_id: str) -> Run | None:
     QueueItem.objects.filter(pk=item.pk).update(
         status=QueueItem.Status.ADMITTED, run=run, admitted_at=timezone.now()
     )
+    # The admitted input joins the transcript: announced once, by the admission (a send
+    # announced its own input), before its run can start.
+    publish_after_commit(thread_id, [message_committed(thread_id, message_public(row))])
     dispatch_after_commit(run.id)
     return run

@@ -34,6 +34,7 @@ from pai_threads.db import run_db_closing as _db
 from pai_threads.events.publishing import publish_now
 from pai_threads.events.types import thread_updated
 from pai_threads.executors import get_executor
+from pai_threads.executors.loop import background_loop
 from pai_threads.models import Message, Run, Thread
 
 __all__ = ["after_run", "agenerate", "dispatch_in_process", "schedule"]
@@ -67,8 +68,6 @@ def schedule(*, thread_id: str, run_id: str) -> None:
 
 def dispatch_in_process(thread_id: str, run_id: str) -> Future[str | None]:
     """Run the job as a task on the background loop, next to the runs."""
-    from pai_threads.executors.loop import background_loop
-
     future = background_loop().submit(agenerate(thread_id, run_id))
     future.add_done_callback(lambda f: _report(thread_id, f))
     return future

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -34,17 +34,13 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from ninja.utils import check_csrf
 
-from pai_agents.engine.events import RunEvent
 from pai_threads import services
 from pai_threads.api.envelope import ErrorInfo, error_response, json_errors
 from pai_threads.errors import InvalidInput, NotFound
 from pai_threads.identity import Identity, resolve_identity
 from pai_threads.input_guard import loads, lookup_id
 from pai_threads.models import PendingAction, Run
-from pai_threads.realtime.commands import message_committed, run_status
 from pai_threads.realtime.conf import realtime_setting
-from pai_threads.realtime.projections import message_public, run_public, side_state_events
-from pai_threads.realtime.publisher import publish
 from pai_threads.realtime.subscription import ThreadSubscription
 from pai_threads.realtime.sync import Resync
 
@@ -205,13 +201,12 @@ def _parse(request: HttpRequest) -> dict[str, Any]:
     return body
 
 
-def _start(identity: Identity, body: dict[str, Any]) -> tuple[str | None, Sequence[RunEvent]]:
-    """Act on the request; the run to stream (or None) and events to publish."""
+def _start(identity: Identity, body: dict[str, Any]) -> str | None:
+    """Act on the request (the operation publishes its events); the run to stream, or None."""
     thread_id = body["id"]
     last = body["messages"][-1]
     if body.get("trigger") == "regenerate-message":
-        run = services.regenerate(identity, thread_id)
-        return run.id, [run_status(run_public(run))]
+        return services.regenerate(identity, thread_id).id
     if last.get("role") == "assistant":
         answers = approval_responses(last)
         if not answers:
@@ -225,17 +220,15 @@ def _start(identity: Identity, body: dict[str, Any]) -> tuple[str | None, Sequen
             value = {k: v for k, v in answer.items() if k != "approvalId"}
             services.submit_action(identity, action.id, value)
         active = Run.objects.active().filter(thread_id=thread_id).first()
-        return (active.id if active else None), side_state_events(thread_id)
+        return active.id if active else None
     message = {k: last[k] for k in ("id", "role", "parts", "metadata") if k in last}
     result = services.send(identity, thread_id, message, client_data=body.get("clientData"))
     if result.run is None:
-        return None, side_state_events(thread_id)
+        return None
     if not result.created or result.message is None:
         # A resend of a stored message, or input queued behind the active run: follow that run.
-        run_id = result.run.id if result.run.status in _STREAMING else None
-        return run_id, side_state_events(thread_id) if result.created else []
-    committed = message_committed(thread_id, message_public(result.message))
-    return result.run.id, [committed, run_status(run_public(result.run))]
+        return result.run.id if result.run.status in _STREAMING else None
+    return result.run.id
 
 
 @json_errors
@@ -251,12 +244,10 @@ async def chat(request: HttpRequest) -> HttpResponseBase:
     subscription = ThreadSubscription(body["id"])
     await subscription.__aenter__()
     try:
-        run_id, events = await sync_to_async(_start)(identity, body)
+        run_id = await sync_to_async(_start)(identity, body)
     except BaseException:
         await subscription.close()
         raise
-    if events:
-        await publish(body["id"], events)
     if run_id is None:
         await subscription.close()
         return _streaming(_empty_stream())

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from ninja import Query, Schema, Status
@@ -37,18 +36,16 @@ from pai_threads.api.schemas import (
     ThreadStateOut,
     errors,
 )
-from pai_threads.api.serializers import (
+from pai_threads.conf import pai_settings
+from pai_threads.errors import InvalidInput, PayloadTooLarge
+from pai_threads.events.projections import (
     action_out,
-    message_out,
     messages_out,
     queue_item_out,
     run_out,
     thread_out,
 )
-from pai_threads.conf import pai_settings
-from pai_threads.errors import InvalidInput, PayloadTooLarge
 from pai_threads.identity import Identity
-from pai_threads.pending_actions import answered_message
 
 __all__ = ["api"]
 
@@ -65,19 +62,6 @@ api.add_router("/files", files_router)
 # ninja's own handlers (and its DEBUG traceback page) replaced: one envelope for all.
 for _error_class in (Exception, Http404, HttpError, NinjaValidationError):
     api.add_exception_handler(_error_class, exception_response)
-
-
-def _announce(thread_id: str, **changes: Any) -> None:
-    """Tell the thread's websocket subscribers (imported late: realtime builds on the API).
-
-    After the change committed, so best effort: a database blip while reading the side
-    state must not turn a stored send into an error (clients resync from a snapshot)."""
-    from pai_threads.realtime.announce import announce
-
-    try:
-        announce(thread_id, **changes)
-    except DatabaseError:
-        logger.warning("could not announce a change of thread %s", thread_id, exc_info=True)
 
 
 def _identity(request: HttpRequest) -> Identity:
@@ -145,17 +129,12 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 def update_thread(request: HttpRequest, thread_id: str, body: ThreadPatchIn) -> dict[str, Any]:
     """Rename (``title``) and/or archive or restore (``archived``) the thread (an empty
     body changes nothing); its websocket subscribers get ``thread.updated``."""
-    # realtime imports the API: late imports
-    from pai_threads.realtime.heads import rename_thread, thread_updated
-    from pai_threads.realtime.publisher import publish_sync
-
     identity = _identity(request)
     thread = services.get_thread(identity, thread_id)
     if body.title is not None:
-        thread = rename_thread(identity, thread_id, body.title)
+        thread = services.rename_thread(identity, thread_id, body.title)
     if body.archived is not None and body.archived != thread.archived:
         thread = services.set_archived(identity, thread_id, body.archived)
-        publish_sync(thread.id, [thread_updated(thread)])
     return thread_out(thread)
 
 
@@ -165,10 +144,7 @@ def update_thread(request: HttpRequest, thread_id: str, body: ThreadPatchIn) -> 
 def delete_thread(request: HttpRequest, thread_id: str) -> HttpResponse:
     """Delete the thread and everything in it (an active run is stopped first); its
     websocket subscribers get ``thread.deleted``. Another scope's thread is 404."""
-    from pai_threads.realtime.announce import announce_deleted  # realtime imports api
-
     services.delete_thread(_identity(request), thread_id)
-    announce_deleted(thread_id)
     return HttpResponse(status=204)
 
 
@@ -191,10 +167,8 @@ def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[d
     result = services.send(
         _identity(request), thread_id, message, client_data=body.client_data, policy=body.policy
     )
-    if result.created:
-        _announce(thread_id, message=result.message, run=result.run)
     payload = {
-        "message": message_out(result.message) if result.message else None,
+        "message": result.message_public,
         "run": run_out(result.run) if result.run else None,
         "queued": queue_item_out(result.queue_item) if result.queue_item else None,
         "created": result.created,
@@ -228,9 +202,7 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 )
 def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     """Cancel a run; a running one stops at once in this process, else at its next heartbeat."""
-    run = services.cancel_run(_identity(request), run_id)
-    _announce(run.thread_id, run=run)
-    return run_out(run)
+    return run_out(services.cancel_run(_identity(request), run_id))
 
 
 @api.post(
@@ -241,9 +213,7 @@ def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 )
 def regenerate(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
     """Answer the latest user message again (its previous answer leaves the transcript)."""
-    run = services.regenerate(_identity(request), thread_id)
-    _announce(thread_id, run=run)
-    return Status(202, run_out(run))
+    return Status(202, run_out(services.regenerate(_identity(request), thread_id)))
 
 
 @api.get(
@@ -280,11 +250,4 @@ def list_actions(request: HttpRequest, thread_id: str | None = None) -> list[dic
 def submit_action(request: HttpRequest, action_id: str, body: ActionIn) -> dict[str, Any]:
     """Approve or deny a tool call, or give a client tool's result; accepted once only."""
     answer = body.model_dump(exclude_unset=True, by_alias=True)
-    action = services.submit_action(_identity(request), action_id, answer)
-    # The answered message too: its tool part's episode now carries the resolution (MF-023).
-    _announce(
-        action.thread_id,
-        message=answered_message(action),
-        run=services.get_run(_identity(request), action.run_id),
-    )
-    return action_out(action)
+    return action_out(services.submit_action(_identity(request), action_id, answer))

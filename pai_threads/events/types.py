@@ -55,6 +55,7 @@ __all__ = [
     "generation_started",
     "message_committed",
     "queue_changed",
+    "run_and_side_state",
     "run_status",
     "run_status_of",
     "side_state",
@@ -137,6 +138,13 @@ def side_state(thread_id: str) -> list[QueueChanged | ActionsChanged]:
         queue_changed(thread_id, queue_public(thread_id)),
         actions_changed(thread_id, actions_public(thread_id)),
     ]
+
+
+def run_and_side_state(thread_id: str, run_id: str) -> list[RunEvent]:
+    """``run.status`` of the stored run (read), then :func:`side_state`: what a change of
+    the run's state announces (a cancel, queued input, a regenerate, an answer)."""
+    run = Run.objects.filter(pk=run_id).first()
+    return [*([run_status_of(run)] if run is not None else []), *side_state(thread_id)]
 
 
 def empty_side_state(thread_id: str) -> list[QueueChanged | ActionsChanged]:

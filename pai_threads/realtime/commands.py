@@ -15,24 +15,13 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from pai_agents.engine.events import RunEvent
 from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, PaiError
+from pai_threads.events.projections import queue_item_public, run_public, thread_public
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
-from pai_threads.pending_actions import answered_message
 from pai_threads.queueing import lock_thread
-from pai_threads.realtime.announce import message_committed, run_status
 from pai_threads.realtime.frames import error_frame, exception_frame, request_id_of
-from pai_threads.realtime.heads import rename_thread
-from pai_threads.realtime.projections import (
-    message_public,
-    queue_item_public,
-    run_public,
-    side_state_events,
-    thread_public,
-)
-from pai_threads.realtime.publisher import publish_sync
 
 __all__ = ["COMMANDS", "CommandError", "StaleView", "run_command"]
 
@@ -80,22 +69,19 @@ def _send(identity: Identity, thread_id: str, frame: Frame) -> Frame:
         policy=policy,  # type: ignore[arg-type]  # services validates the value
     )
     reply: Frame = {"created": result.created}
-    events: list[RunEvent] = []
-    if result.message is not None:
-        reply["message"] = message_public(result.message)
-        events.append(message_committed(thread_id, reply["message"]))
+    if result.message_public is not None:
+        reply["message"] = result.message_public
     if result.run is not None:
         reply["run"] = run_public(result.run)
-        events.append(run_status(reply["run"]))
     if result.queue_item is not None:
         reply["queued"] = queue_item_public(result.queue_item)  # as over HTTP
-    if result.created:
-        publish_sync(thread_id, [*events, *side_state_events(thread_id)])
     return reply
 
 
 def _rename(identity: Identity, thread_id: str, frame: Frame) -> Frame:
-    return {"thread": thread_public(rename_thread(identity, thread_id, frame.get("title")))}
+    return {
+        "thread": thread_public(services.rename_thread(identity, thread_id, frame.get("title")))
+    }
 
 
 def _service(name: str) -> Callable[..., Any]:
@@ -124,10 +110,7 @@ def _cancel(identity: Identity, thread_id: str, frame: Frame) -> Frame:
         run_id = active.id
     elif not Run.objects.filter(id=run_id, thread_id=thread_id).exists():
         raise NotFound("run not found")
-    run = run_public(cancel_run(identity, run_id))
-    # A running run reports its own end; a queued or waiting one stops right here.
-    publish_sync(thread_id, [run_status(run), *side_state_events(thread_id)])
-    return {"run": run}
+    return {"run": run_public(cancel_run(identity, run_id))}
 
 
 def _regenerate(identity: Identity, thread_id: str, frame: Frame) -> Frame:
@@ -141,7 +124,6 @@ def _regenerate(identity: Identity, thread_id: str, frame: Frame) -> Frame:
             lock_thread(thread.id)
             _ensure_latest_exchange(thread, message_id)
         run = run_public(regenerate(identity, thread_id))
-    publish_sync(thread_id, [run_status(run)])
     return {"run": run}
 
 
@@ -174,10 +156,7 @@ def _submit_action(identity: Identity, thread_id: str, frame: Frame) -> Frame:
         raise InvalidInput("'value' must be an object, e.g. {\"approved\": true}")
     if not PendingAction.objects.filter(id=action_id, thread_id=thread_id).exists():
         raise NotFound("action not found")
-    answered = answered_message(submit_action(identity, action_id, value))
-    # The answered message first: its tool part's episode now has the resolution (MF-023).
-    events = [message_committed(thread_id, message_public(answered))] if answered else []
-    publish_sync(thread_id, [*events, *side_state_events(thread_id)])
+    submit_action(identity, action_id, value)
     return {"actionId": action_id}
 
 

@@ -25,7 +25,7 @@ from pai_agents.engine.events import EventSink, RunEvent
 from pai_agents.messages.projection import client_message
 from pai_threads.db import run_db
 from pai_threads.events.projections import message_public, messages_out, run_public
-from pai_threads.events.types import empty_side_state, message_committed, run_status, side_state
+from pai_threads.events.types import empty_side_state, run_status, side_state
 from pai_threads.models import Message, Run
 from pai_threads.realtime import delivery
 from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
@@ -54,13 +54,6 @@ def _stored_message(thread_id: str, message_id: str) -> dict[str, Any] | None:
 def _public_run(run_id: str) -> dict[str, Any] | None:
     run = Run.objects.filter(id=run_id).first()
     return run_public(run) if run is not None else None
-
-
-def _input_messages(run_id: str) -> list[dict[str, Any]]:
-    rows = Message.objects.filter(
-        run_id=run_id, relation=Message.Relation.INPUT, in_transcript=True
-    ).order_by("id")
-    return messages_out(list(rows))
 
 
 def _has_tool_parts(rows: Sequence[Message]) -> bool:
@@ -125,16 +118,9 @@ class RealtimePublisher:
         await self.flush()
 
     async def announce_claim(self, run_id: str) -> None:
-        """A worker claimed the run: its input messages (sent by any client, over any API)
-        and its ``running`` status reach subscribers before its first generation."""
-        rows = self._facts.take_inputs(run_id)  # returned by the claim
-        messages = (
-            await run_db(_input_messages, run_id)
-            if rows is None
-            else await _projected(rows, suspensions=True)
-        )
-        for message in messages:
-            await self.publish(message_committed(thread_id=self.thread_id, message=message))
+        """A worker claimed the run: its ``running`` status reaches subscribers before its
+        first generation. (Its input was announced by the operation that committed it: the
+        send, or the admission of queued input.)"""
         await self.publish(run_status(run_id=run_id, thread_id=self.thread_id, status="running"))
 
     async def _enrich(self, event: RunEvent) -> RunEvent:

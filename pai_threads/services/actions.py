@@ -11,16 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal, cast
 
 from django.db import transaction
 from django.utils import timezone
 
+from pai_agents.engine.events import RunEvent
 from pai_agents.engine.tool_calls import error_chunk
 from pai_agents.json import NotStrictJson, ensure_strict_json
 from pai_agents.messages.reducer import MessageReducer
 from pai_threads.conf import pai_settings
 from pai_threads.errors import ActionConflict, InvalidInput, NotFound
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import run_and_side_state, stored_message_committed
 from pai_threads.identity import Identity
 from pai_threads.input_guard import check_json, lookup_id
 from pai_threads.models import Message, PendingAction, Run, Thread
@@ -97,6 +101,9 @@ def _submit(
         action.submitted_by = submitted_by
         action.resolved_at = timezone.now()
         action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
+        # The answered message first: its tool part's episode now has the resolution
+        # (MF-023); then the run's status, the queue and the actions.
+        publish_after_commit(action.thread_id, partial(_answered_events, action))
         still_pending = PendingAction.objects.filter(
             run_id=action.run_id, status=PendingAction.Status.PENDING
         ).exists()
@@ -107,6 +114,12 @@ def _submit(
             if resumed and dispatch:
                 dispatch_after_commit(action.run_id)
     return action
+
+
+def _answered_events(action: PendingAction) -> list[RunEvent]:
+    answered = answered_message(action)
+    committed = [stored_message_committed(answered)] if answered is not None else []
+    return [*committed, *run_and_side_state(action.thread_id, action.run_id)]
 
 
 def _answer_chunk(

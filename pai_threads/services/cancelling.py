@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -9,6 +11,8 @@ from pai_agents.engine.tool_calls import open_tool_parts, settle_chunk
 from pai_agents.messages.reducer import MessageReducer
 from pai_threads import cancellation
 from pai_threads.errors import NotFound
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import run_and_side_state
 from pai_threads.identity import Identity
 from pai_threads.input_guard import lookup_id
 from pai_threads.models import Message, PendingAction, Run
@@ -21,7 +25,8 @@ def cancel_run(identity: Identity, run_id: str) -> Run:
     """Cancel a run: at once when queued or waiting, through its abort signal when running.
 
     Cancelling a waiting run cancels its pending actions and settles their tool calls; the
-    thread's next queued input is admitted when the run ends.
+    thread's next queued input is admitted when the run ends. After commit, subscribers get
+    the run's status, the queue and the actions.
     """
     thread_id = (
         Run.objects.filter(id=lookup_id(run_id, "run"), scope_key=identity.scope_key)
@@ -37,6 +42,8 @@ def cancel_run(identity: Identity, run_id: str) -> Run:
         if run is None:
             raise NotFound("run not found")  # its thread was deleted meanwhile
         cancel_locked(run)
+        # A running run reports its own end; a queued or waiting one stopped right here.
+        publish_after_commit(thread_id, partial(run_and_side_state, thread_id, run.id))
     run.refresh_from_db()
     return run
 

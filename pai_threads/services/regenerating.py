@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import transaction
 
 from pai_threads import registry
 from pai_threads.errors import InvalidInput, ThreadBusy
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import run_and_side_state
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run
 from pai_threads.queueing import dispatch_after_commit
@@ -56,6 +60,8 @@ def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> 
             client_data=run.client_data,
             run_id=run.id,
         )
+        # After the rewrite's thread head: the run's status, the queue and the actions.
+        publish_after_commit(thread.id, partial(run_and_side_state, thread.id, run.id))
         if dispatch:
             dispatch_after_commit(run.id)
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -16,6 +17,14 @@ from pai_agents.lifecycle.metadata import InvalidMetadata, replace_metadata
 from pai_threads import registry
 from pai_threads.conf import pai_settings
 from pai_threads.errors import InvalidInput, NotFound, PayloadTooLarge, ThreadBusy
+from pai_threads.events.projections import message_public
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import (
+    empty_side_state,
+    message_committed,
+    run_and_side_state,
+    run_status_of,
+)
 from pai_threads.files import reference_attachments
 from pai_threads.identity import Identity
 from pai_threads.input_guard import check_json, validate_user_message
@@ -38,6 +47,9 @@ class SendResult:
     run: Run | None
     created: bool
     queue_item: QueueItem | None = None
+    # The client projection of ``message`` (what the committed event carries), projected
+    # once for the event and every transport's reply.
+    message_public: dict[str, Any] | None = None
 
 
 def send(
@@ -56,6 +68,9 @@ def send(
     stores nothing, ``interrupt`` queues it first in line and cancels the active run,
     ``steer`` hands it to the active run's next model step. Idempotent on the message id: a
     retry returns the original message (or queue item) and run, storing nothing twice.
+
+    After commit, subscribers get what changed: the committed message, ``run.status`` and
+    the queue and actions (a retry publishes nothing).
     """
     thread = get_thread(identity, thread_id)
     message_id, parts, metadata = validate_user_message(message)
@@ -123,15 +138,21 @@ def send(
                 producer=Message.Producer.SEND,
                 relation=Message.Relation.INPUT,
             )
+            committed = message_committed(thread.id, message_public(row))
+            # A thread without an active run has no queued input and no pending action
+            # (the end of a run admits the next input and settles its actions): no reads.
+            publish_after_commit(
+                thread.id, [committed, run_status_of(run), *empty_side_state(thread.id)]
+            )
             if dispatch:
-                dispatch_after_commit(run.id)
+                dispatch_after_commit(run.id)  # after the events: they come before the run's
     except IntegrityError:
         # A concurrent retry stored the same message id first.
         existing = _existing_send(thread, message_id)
         if existing is not None:
             return existing
         raise
-    return SendResult(message=row, run=run, created=True)
+    return SendResult(message=row, run=run, created=True, message_public=committed["message"])
 
 
 def _enqueue(
@@ -157,6 +178,7 @@ def _enqueue(
         # Lock the run (after the thread: the one lock order) and act on its current status:
         # a worker may have claimed it since it was read.
         cancel_locked(Run.objects.select_for_update().get(pk=active.pk))
+    publish_after_commit(thread.id, partial(run_and_side_state, thread.id, active.pk))
     return SendResult(message=None, run=active, queue_item=item, created=True)
 
 
@@ -165,7 +187,9 @@ def _existing_send(thread: Thread, message_id: str) -> SendResult | None:
     if row is not None:
         if row.run is None or row.role != "user":
             raise InvalidInput("message id already used in this thread")
-        return SendResult(message=row, run=row.run, created=False)
+        return SendResult(
+            message=row, run=row.run, created=False, message_public=message_public(row)
+        )
     item = QueueItem.objects.filter(thread=thread, message_id=message_id).first()
     if item is not None:
         run = Run.objects.active().filter(thread=thread).first()

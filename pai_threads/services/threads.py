@@ -19,6 +19,8 @@ from django.utils.dateparse import parse_datetime
 from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
 from pai_threads.errors import InvalidInput, NotFound
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import thread_deleted, thread_updated
 from pai_threads.identity import Identity
 from pai_threads.input_guard import check_text, lookup_id
 from pai_threads.models import File, Message, QueueItem, Run, Thread
@@ -70,8 +72,9 @@ MAX_TITLE = 200
 def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
     """Set the title (whitespace folded, at most 200 characters).
 
-    The title record becomes ``manual``: automatic generation never replaces it unless the
-    agent's ``thread_titles`` says ``overwrite="always"`` (AD-045).
+    Subscribers get ``thread.updated``. The title record becomes ``manual``: automatic
+    generation never replaces it unless the agent's ``thread_titles`` says
+    ``overwrite="always"`` (AD-045).
     """
     if not isinstance(title, str):
         raise InvalidInput("title must be a string")
@@ -83,6 +86,7 @@ def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
     thread.title_source = "manual"
     thread.updated_at = timezone.now()
     thread.save(update_fields=["title", "title_source", "updated_at"])
+    publish_after_commit(thread.id, [thread_updated(thread)])
     return thread
 
 
@@ -94,12 +98,14 @@ def get_thread(identity: Identity, thread_id: str) -> Thread:
 
 
 def set_archived(identity: Identity, thread_id: str, archived: bool) -> Thread:
-    """Archive (or restore) a thread: it stays whole and usable; lists can filter on it."""
+    """Archive (or restore) a thread: it stays whole and usable; lists can filter on it.
+    A change publishes ``thread.updated``."""
     thread = get_thread(identity, thread_id)
     if thread.archived != archived:
         thread.archived = archived
         thread.updated_at = timezone.now()
         thread.save(update_fields=["archived", "updated_at"])
+        publish_after_commit(thread.id, [thread_updated(thread)])
     return thread
 
 
@@ -109,7 +115,7 @@ def delete_thread(identity: Identity, thread_id: str) -> list[str]:
 
     An active run is stopped first: a local execution is aborted at once, one elsewhere
     loses its lease at its next write and abandons the run. Returns the ids of the runs
-    that were active."""
+    that were active. Subscribers get ``thread.deleted``."""
     thread = get_thread(identity, thread_id)
     with transaction.atomic():
         # The thread lock: a concurrent send or run end either finishes before the delete
@@ -121,6 +127,8 @@ def delete_thread(identity: Identity, thread_id: str) -> list[str]:
         for run_id in active:
             transaction.on_commit(partial(cancellation.abort_local, run_id, "thread deleted"))
         transaction.on_commit(partial(_delete_stored, stored))
+        # Its subscribers drop it (no snapshot can follow).
+        publish_after_commit(thread.id, [thread_deleted(thread.id)])
     return active
 
 

@@ -92,8 +92,11 @@ def test_events_built_from_returned_rows_equal_fresh_reads() -> None:
     run = run_public(Run.objects.get(id=sent.run.id))
     kinds = [e["type"] for e in published]
     assert kinds == [
-        "message.committed",
+        "message.committed",  # the send's: its message, its run, the (empty) side state
         "run.status",
+        "queue.changed",
+        "actions.changed",
+        "run.status",  # the claim: running
         "generation.started",
         "generation.finished",
         "generation.started",
@@ -102,8 +105,11 @@ def test_events_built_from_returned_rows_equal_fresh_reads() -> None:
         "queue.changed",
         "actions.changed",
     ]
-    committed, running, *_, finished, queue, actions = published
+    committed, queued, sent_queue, sent_actions, running, *_ = published
+    *_, finished, queue, actions = published
     assert committed["message"] == rows[committed["message"]["id"]]
+    assert queued["status"] == "queued" and queued["run"]["id"] == sent.run.id
+    assert (sent_queue["queue"], sent_actions["pendingActions"]) == ({"items": []}, [])
     for event in published:
         if event["type"] == "generation.finished":
             assert event["message"] == rows[event["messageId"]]

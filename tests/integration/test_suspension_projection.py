@@ -23,7 +23,7 @@ from pai_threads.errors import NotFound
 from pai_threads.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
-from pai_threads.realtime import commands
+from pai_threads.realtime import commands, delivery
 from pai_threads.realtime.buffers import get_buffer
 from pai_threads.realtime.projections import build_snapshot
 from tests.support.agents import toolbox
@@ -185,7 +185,7 @@ def test_mf_023_realtime_events_carry_the_joined_part(
     assert part["pendingSuspension"]["id"] == action.id
 
     published: list[dict[str, Any]] = []
-    monkeypatch.setattr(commands, "publish_sync", lambda _t, batch: published.extend(batch))
+    monkeypatch.setattr(delivery, "publish_sync", lambda _t, batch: published.extend(batch))
     monkeypatch.setattr(services, "submit_action", _no_dispatch(services.submit_action))
     frame = {"type": "submit-action", "actionId": action.id, "value": {"approved": True}}
     reply = asyncio.run(commands.run_command(alice, thread.id, frame))
