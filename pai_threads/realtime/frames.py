@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pai_threads.api.envelope import describe
 from pai_threads.errors import InvalidInput, ServiceUnavailable
+from pai_threads.events.errors import describe
 from pai_threads.input_guard import MAX_JSON_DEPTH, check_json
 
 __all__ = [
@@ -80,7 +80,7 @@ def error_frame(
 
 def exception_frame(exc: BaseException, request_id: str | int | None = None) -> Frame:
     """The error frame for ``exc``, described exactly as the HTTP API describes it
-    (:func:`pai_threads.api.envelope.describe`: typed errors keep their code, a database
+    (:func:`pai_threads.events.errors.describe`: typed errors keep their code, a database
     outage is ``service_unavailable`` with ``details.retryAfter``, a bug is a logged
     ``server_error``)."""
     info = describe(exc)
