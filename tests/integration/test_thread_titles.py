@@ -31,7 +31,6 @@ from pai_threads.execute import aexecute_run
 from pai_threads.executors.celery import CeleryExecutor
 from pai_threads.identity import Identity
 from pai_threads.models import Run, Thread
-from pai_threads.realtime.heads import rename_thread as rename_and_publish
 from pai_threads.realtime.projections import build_snapshot, thread_public
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -291,7 +290,7 @@ def test_ad_045_a_manual_rename_is_never_replaced(
     calls: list[ThreadTitleInput] = []
     register(_agent(ThreadTitles(generate="refresh", generator=lambda i: calls.append(i) or "X")))
     renamed = services.create_thread(alice, agent="titled")
-    rename_and_publish(alice, renamed.id, "  My   trip ")
+    services.rename_thread(alice, renamed.id, "  My   trip ")  # publishes thread.updated
     created_titled = services.create_thread(alice, agent="titled", title="Given by the app")
 
     for thread_id in (renamed.id, created_titled.id):
