@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pai_agents.engine.events import EventSink
+from pai_agents.engine.events import (
+    EventSink,
+    generation_finished,
+    generation_message_chunk,
+    generation_started,
+    run_status,
+)
 from pai_agents.engine.store import ClaimedRun, RunOutcome
 from pai_agents.messages.reducer import MessageReducer
 from pai_agents.messages.types import UIMessage, UIMessageChunk
@@ -53,31 +59,29 @@ class Generation:
     ) -> None:
         """Announce the generation. ``restarted``: a dead attempt's open message is being
         produced again (clients reset it); ``continued``: results join a committed message."""
-        event: dict[str, Any] = {
-            "type": "generation.started",
-            "runId": self.claim.lease.run_id,
-            "threadId": self.claim.thread_id,
-            "messageId": self.message_id,
-            "step": step,
-        }
-        if restarted:
-            event["restarted"] = True
-        if continued:
-            event["continued"] = True
-        await self.sink.publish(event)
+        await self.sink.publish(
+            generation_started(
+                run_id=self.claim.lease.run_id,
+                thread_id=self.claim.thread_id,
+                message_id=self.message_id,
+                step=step,
+                restarted=restarted,
+                continued=continued,
+            )
+        )
 
     async def emit(self, *chunks: UIMessageChunk) -> None:
+        run_id, thread_id = self.claim.lease.run_id, self.claim.thread_id
         for chunk in chunks:
             self.reducer.apply(chunk)
             await self.sink.publish(
-                {
-                    "type": "generation.message.chunk",
-                    "runId": self.claim.lease.run_id,
-                    "threadId": self.claim.thread_id,
-                    "messageId": self.message_id,
-                    "index": self.index,
-                    "chunk": chunk,
-                }
+                generation_message_chunk(
+                    run_id=run_id,
+                    thread_id=thread_id,
+                    message_id=self.message_id,
+                    index=self.index,
+                    chunk=chunk,
+                )
             )
             self.index += 1
 
@@ -92,24 +96,18 @@ async def publish_generation_finished(
     sink: EventSink, claim: ClaimedRun, message: UIMessage
 ) -> None:
     await sink.publish(
-        {
-            "type": "generation.finished",
-            "runId": claim.lease.run_id,
-            "threadId": claim.thread_id,
-            "messageId": message["id"],
-            "message": message,
-        }
+        generation_finished(
+            run_id=claim.lease.run_id,
+            thread_id=claim.thread_id,
+            message_id=message["id"],
+            message=message,
+        )
     )
 
 
 async def publish_status(sink: EventSink, claim: ClaimedRun, outcome: RunOutcome) -> None:
     await sink.publish(
-        {
-            "type": "run.status",
-            "runId": claim.lease.run_id,
-            "threadId": claim.thread_id,
-            "status": outcome.status,
-        }
+        run_status(run_id=claim.lease.run_id, thread_id=claim.thread_id, status=outcome.status)
     )
 
 

@@ -23,6 +23,7 @@ from pai_agents.engine.endings import (
     end_dropping_open,
     finish_run,
 )
+from pai_agents.engine.events import message_committed
 from pai_agents.engine.generation import Generation, end_chunks, publish_generation_finished
 from pai_agents.engine.reasoning_summaries import ReasoningSummaries, attach_reasoning_summaries
 from pai_agents.engine.run_state import RunState
@@ -175,9 +176,7 @@ async def _steer(state: RunState) -> None:
     steered = await state.store.take_steering(state.lease)
     for message in steered:
         state.history.append(message)
-        await state.sink.publish(
-            {"type": "message.committed", "threadId": state.claim.thread_id, "message": message}
-        )
+        await state.sink.publish(message_committed(state.claim.thread_id, message))
     if steered:
         state.episode.overlay.discard()  # LC-146, LC-151: steering wins
 
