@@ -15,9 +15,9 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from pai_threads import services
+from pai_threads.execution.recovery import recover_runs
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Step, Thread
-from pai_threads.recovery import recover_runs
 
 __all__ = ["RunAdmin", "ThreadAdmin"]
 

@@ -11,7 +11,12 @@ class PaiThreadsConfig(AppConfig):
     def ready(self) -> None:
         from pai_agents.sync_calls import use_sync_runner
         from pai_threads import checks  # noqa: F401  (registers system checks)
-        from pai_threads.db import run_user_sync
+        from pai_threads.events.publishing import use_delivery
+        from pai_threads.realtime import delivery
+        from pai_threads.store.db import run_user_sync
+
+        # Operations publish through the events package; realtime delivers.
+        use_delivery(delivery)
 
         # Sync tools and hooks end like requests: their ORM connections never go stale.
         use_sync_runner(run_user_sync)

@@ -389,7 +389,7 @@ def _check_urls() -> list[CheckMessage]:
     from django.template.loader import get_template
     from django.urls import Resolver404, get_resolver, resolve
 
-    from pai_threads.api.ai_sdk import chat
+    from pai_threads.ai_sdk.endpoint import chat
     from pai_threads.views import ChatView
 
     try:

@@ -69,7 +69,7 @@ DEFAULTS: dict[str, Any] = {
     ],
     # Dotted path to a pai_agents.files.FileProvider class, instantiated per run without
     # arguments: expands stored references into model input (None drops them).
-    "FILE_PROVIDER": "pai_threads.file_provider.StorageFileProvider",
+    "FILE_PROVIDER": "pai_threads.execution.file_provider.StorageFileProvider",
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import re_path
 
-from pai_threads.realtime.consumers import ThreadConsumer
+from pai_threads.websocket.consumers import ThreadConsumer
 
 __all__ = ["websocket_urlpatterns"]
 

@@ -25,7 +25,7 @@ __all__ = ["execute_run", "generate_thread_title", "recover_runs"]
     max_retries=10,
 )
 def execute_run(run_id: str) -> str | None:
-    from pai_threads.execute import aexecute_run
+    from pai_threads.execution.execute import aexecute_run
 
     outcome = background_loop().submit(aexecute_run(run_id)).result()
     return outcome.status if outcome else None
@@ -34,7 +34,7 @@ def execute_run(run_id: str) -> str | None:
 @shared_task(name="pai_threads.generate_thread_title", ignore_result=True)
 def generate_thread_title(thread_id: str, run_id: str) -> str | None:
     """A thread title after a completed run (AD-042): off the run, on any worker."""
-    from pai_threads.titles import agenerate
+    from pai_threads.execution.titles import agenerate
 
     return background_loop().submit(agenerate(thread_id, run_id)).result()
 
@@ -42,6 +42,6 @@ def generate_thread_title(thread_id: str, run_id: str) -> str | None:
 @shared_task(name="pai_threads.recover_runs", ignore_result=True)
 def recover_runs() -> int:
     """The sweeper, for Celery beat: re-dispatch runs whose lease expired."""
-    from pai_threads.recovery import recover_runs as sweep
+    from pai_threads.execution.recovery import recover_runs as sweep
 
     return len(sweep())

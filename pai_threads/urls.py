@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path, re_path
 
+from pai_threads.ai_sdk.endpoint import chat, resume_stream
 from pai_threads.api import api
-from pai_threads.api.ai_sdk import chat, resume_stream
 from pai_threads.api.envelope import json_errors, unknown_endpoint
 
 

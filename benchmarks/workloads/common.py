@@ -58,7 +58,7 @@ class Bench:
 
     def execute(self, run_id: str) -> None:
         """Execute one run on the shared loop (its default executor keeps its connections)."""
-        from pai_threads.execute import aexecute_run
+        from pai_threads.execution.execute import aexecute_run
 
         outcome = self.loop.run(aexecute_run(run_id))
         if outcome is None or outcome.status != "completed":
@@ -66,7 +66,7 @@ class Bench:
 
     def execute_all(self, run_ids: list[str]) -> None:
         """Execute runs concurrently on the shared loop (``asyncio.gather``)."""
-        from pai_threads.execute import aexecute_run
+        from pai_threads.execution.execute import aexecute_run
 
         async def all_runs() -> list[Any]:
             return await asyncio.gather(*(aexecute_run(r) for r in run_ids))

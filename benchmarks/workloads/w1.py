@@ -31,7 +31,7 @@ def _engine_only(bench: Bench, runs: int) -> dict[str, float]:
     from pai_agents.engine.memory import InMemoryThreadStore
     from pai_agents.engine.runner import RunEngine
     from pai_agents.ids import new_id
-    from pai_threads.registry import get_agent
+    from pai_threads.execution.registry import get_agent
 
     store = InMemoryThreadStore()
     engine = RunEngine(agent=get_agent(AGENT), store=store)

@@ -93,7 +93,7 @@ def _context_breakdown(bench: Bench, thread_id: str, repeat: int) -> dict[str, f
     """What loading and converting the whole history costs, without the rest of a run."""
     from pai_agents.engine.store import Lease
     from pai_agents.messages.model_messages import prune_reasoning, to_model_messages
-    from pai_threads.store import ORMThreadStore
+    from pai_threads.store.thread_store import ORMThreadStore
 
     store = ORMThreadStore()
     lease = Lease(run_id="-", owner="bench", token=0, thread_id=thread_id, scope_key="bench")

@@ -15,14 +15,14 @@ from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from pai_threads import files
 from pai_threads.api.auth import IdentityAuth
 from pai_threads.api.inputs import optional
 from pai_threads.api.schemas import errors
 from pai_threads.conf import pai_settings
 from pai_threads.errors import BadRequest, FileTooLarge, InvalidInput, NotFound
 from pai_threads.identity import Identity
-from pai_threads.input_guard import check_json, check_text, loads, lookup_id
+from pai_threads.services import files
+from pai_threads.services.input_guard import check_json, check_text, loads, lookup_id
 
 __all__ = ["AttachmentOut", "router"]
 

@@ -114,7 +114,7 @@ class InputSchema(Schema):
 
 def _agent_names(schema: dict[str, Any]) -> None:
     """The registered agents, read when the document is generated."""
-    from pai_threads import registry  # the registry imports agents: late
+    from pai_threads.execution import registry  # the registry imports agents: late
 
     schema["enum"] = sorted(registry.agents())
 

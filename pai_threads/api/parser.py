@@ -7,7 +7,7 @@ from typing import Any, cast
 from django.http import HttpRequest
 from ninja.parser import Parser
 
-from pai_threads.input_guard import loads
+from pai_threads.services.input_guard import loads
 
 __all__ = ["GuardedParser"]
 

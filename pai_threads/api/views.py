@@ -16,7 +16,7 @@ from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from pydantic import ConfigDict, Field
 
-from pai_threads import registry, services
+from pai_threads import services
 from pai_threads.api.auth import IdentityAuth
 from pai_threads.api.envelope import exception_response
 from pai_threads.api.files import router as files_router
@@ -45,6 +45,7 @@ from pai_threads.events.projections import (
     run_out,
     thread_out,
 )
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 
 __all__ = ["api"]

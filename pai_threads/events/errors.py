@@ -3,7 +3,7 @@
 :func:`describe` turns any exception into an :class:`ErrorInfo` (typed service errors,
 Django's and django-ninja's request errors, a database outage, anything else): the HTTP
 API's error envelope (:mod:`pai_threads.api.envelope`) and the websocket's error frame
-(:mod:`pai_threads.realtime.frames`) both render it, so every surface reports one way.
+(:mod:`pai_threads.websocket.frames`) both render it, so every surface reports one way.
 """
 
 from __future__ import annotations

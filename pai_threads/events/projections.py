@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from pai_agents.messages.projection import client_message
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
-from pai_threads.suspensions import join_suspensions
+from pai_threads.store.suspensions import join_suspensions
 
 __all__ = [
     "ActionOut",

@@ -12,17 +12,43 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from django.db import DatabaseError, transaction
 
 from pai_agents.engine.events import RunEvent
-from pai_threads.realtime import delivery
 
-__all__ = ["publish_after_commit", "publish_now"]
+__all__ = ["Delivery", "publish_after_commit", "publish_now", "use_delivery"]
 
 logger = logging.getLogger("pai.events")
 
 Events = Sequence[RunEvent] | Callable[[], Sequence[RunEvent]]
+
+
+class Delivery(Protocol):
+    """Where published events go: numbered, buffered and fanned out to subscribers."""
+
+    async def publish(self, thread_id: str, events: Sequence[RunEvent]) -> Any: ...
+
+    def publish_sync(self, thread_id: str, events: Sequence[RunEvent]) -> None: ...
+
+
+_delivery: Delivery | None = None
+
+
+def use_delivery(delivery: Delivery) -> None:
+    """Set the delivery (``pai_threads.realtime.delivery``, when the app is ready).
+
+    Injected rather than imported, so that operations depend on this vocabulary only and
+    never on the realtime package (the transports above it stay independent of it)."""
+    global _delivery
+    _delivery = delivery
+
+
+def _current() -> Delivery:
+    if _delivery is None:
+        raise RuntimeError("pai_threads is not ready: add it to INSTALLED_APPS and set up Django")
+    return _delivery
 
 
 def publish_after_commit(thread_id: str, events: Events) -> None:
@@ -40,7 +66,7 @@ def publish_after_commit(thread_id: str, events: Events) -> None:
             logger.warning("could not announce a change of thread %s", thread_id, exc_info=True)
             return
         if built:
-            delivery.publish_sync(thread_id, built)
+            _current().publish_sync(thread_id, built)
 
     transaction.on_commit(fire)
 
@@ -48,4 +74,4 @@ def publish_after_commit(thread_id: str, events: Events) -> None:
 async def publish_now(thread_id: str, events: Sequence[RunEvent]) -> None:
     """Publish ``events`` at once, from async code whose change is already committed (an
     autocommit write, e.g. a generated title)."""
-    await delivery.publish(thread_id, events)
+    await _current().publish(thread_id, events)

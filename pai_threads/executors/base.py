@@ -13,7 +13,7 @@ class Executor(Protocol):
         ...
 
     # Optional: ``dispatch_title(thread_id, run_id)`` runs a thread title job after a completed
-    # run (pai_threads.titles); an executor without it gets the in-process background loop.
+    # run (pai_threads.execution.titles); an executor without it gets the in-process loop.
     # Optional: ``pending() -> int`` (dispatches waiting for the transport) and
     # ``flush(timeout) -> int`` (wait for them; returns how many are left), which the sweeper
     # reports and ``pai_recover`` waits for (pai_threads.executors.celery has both).

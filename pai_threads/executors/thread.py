@@ -22,14 +22,14 @@ class ThreadExecutor:
     a crash leaves them to lease-expiry recovery."""
 
     def dispatch(self, run_id: str) -> None:
-        from pai_threads.execute import aexecute_run
+        from pai_threads.execution.execute import aexecute_run
 
         future = background_loop().submit(aexecute_run(run_id))
         future.add_done_callback(lambda f: _report(run_id, f))
 
     def dispatch_title(self, thread_id: str, run_id: str) -> None:
         """A thread title job after a completed run: a task on the same loop."""
-        from pai_threads.titles import dispatch_in_process
+        from pai_threads.execution.titles import dispatch_in_process
 
         dispatch_in_process(thread_id, run_id)
 
@@ -50,7 +50,7 @@ def start_embedded_sweeper(interval: float | None = None) -> None:
 
     Called once by the site's ASGI entry point, so a restarted dev server resumes the runs
     its previous process left behind. A failed sweep (the database is away) is logged and
-    retried with backoff (:class:`~pai_threads.recovery.Sweeper`); the loop never ends.
+    retried with backoff (:class:`~pai_threads.execution.recovery.Sweeper`); the loop never ends.
     """
     if _sweeper_started.is_set():
         return
@@ -62,7 +62,7 @@ def start_embedded_sweeper(interval: float | None = None) -> None:
 
 
 async def _sweep_forever(every: float) -> None:
-    from pai_threads.recovery import Sweeper
+    from pai_threads.execution.recovery import Sweeper
 
     sweeper = Sweeper(every)
     while True:

@@ -1,6 +1,6 @@
 """Realtime delivery of thread state to browsers: websocket consumer, publisher, replay.
 
-See docs/realtime.md for the wire protocol. ``pai_threads.execute`` publishes every run
+See docs/realtime.md for the wire protocol. ``pai_threads.execution.execute`` publishes every run
 through :class:`RealtimePublisher`; :class:`~.consumers.ThreadConsumer` serves
 ``ws/pai/threads/<thread_id>/``.
 """

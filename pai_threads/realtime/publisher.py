@@ -1,6 +1,6 @@
 """The realtime :class:`EventSink`: number, buffer and fan out a thread's events.
 
-Runs publish through a :class:`RealtimePublisher` (see :mod:`pai_threads.execute`); thread
+Runs publish through a :class:`RealtimePublisher` (see :mod:`pai_threads.execution.execute`); thread
 operations publish through :func:`pai_threads.events.publish_after_commit`. Both deliver
 through :mod:`.delivery`: every event is appended to the thread's replay buffer, which
 assigns its sequence number, then sent to the thread's group.
@@ -23,7 +23,6 @@ from typing import Any
 
 from pai_agents.engine.events import EventSink, RunEvent
 from pai_agents.messages.projection import client_message
-from pai_threads.db import run_db
 from pai_threads.events.projections import message_public, messages_out, run_public
 from pai_threads.events.types import empty_side_state, run_status, side_state
 from pai_threads.models import Message, Run
@@ -31,7 +30,8 @@ from pai_threads.realtime import delivery
 from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
 from pai_threads.realtime.conf import realtime_setting
 from pai_threads.realtime.delivery import publish, publish_sync
-from pai_threads.run_facts import RunFacts
+from pai_threads.store.db import run_db
+from pai_threads.store.run_facts import RunFacts
 
 __all__ = ["RealtimePublisher", "TeeSink", "publish", "publish_sync"]
 

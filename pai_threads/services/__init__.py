@@ -7,7 +7,6 @@ Every function takes the caller's :class:`Identity` and filters by its ``scope_k
 thread of another scope raises :class:`NotFound` exactly like a missing one.
 """
 
-from pai_threads.rewrites import update_visibility
 from pai_threads.services.actions import (
     PendingActionView,
     answered_message,
@@ -33,6 +32,7 @@ from pai_threads.services.threads import (
     set_archived,
 )
 from pai_threads.services.triggers import trigger
+from pai_threads.store.rewrites import update_visibility
 
 __all__ = [
     "MAX_TITLE",

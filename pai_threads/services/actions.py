@@ -26,10 +26,10 @@ from pai_threads.errors import ActionConflict, InvalidInput, NotFound
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import run_and_side_state, stored_message_committed
 from pai_threads.identity import Identity
-from pai_threads.input_guard import check_json, lookup_id
 from pai_threads.models import Message, PendingAction, Run, Thread
-from pai_threads.queueing import dispatch_after_commit
+from pai_threads.services.input_guard import check_json, lookup_id
 from pai_threads.services.threads import get_thread
+from pai_threads.store.admission import dispatch_after_commit
 
 __all__ = [
     "PendingActionView",

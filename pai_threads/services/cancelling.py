@@ -9,14 +9,14 @@ from django.utils import timezone
 
 from pai_agents.engine.tool_calls import open_tool_parts, settle_chunk
 from pai_agents.messages.reducer import MessageReducer
-from pai_threads import cancellation
 from pai_threads.errors import NotFound
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import run_and_side_state
+from pai_threads.execution import cancellation
 from pai_threads.identity import Identity
-from pai_threads.input_guard import lookup_id
 from pai_threads.models import Message, PendingAction, Run
-from pai_threads.queueing import admit_next, lock_thread
+from pai_threads.services.input_guard import lookup_id
+from pai_threads.store.admission import admit_next, lock_thread
 
 __all__ = ["cancel_locked", "cancel_run"]
 

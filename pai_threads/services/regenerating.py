@@ -6,15 +6,15 @@ from functools import partial
 
 from django.db import transaction
 
-from pai_threads import registry
 from pai_threads.errors import InvalidInput, ThreadBusy
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import run_and_side_state
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run
-from pai_threads.queueing import dispatch_after_commit
-from pai_threads.rewrites import apply_regenerate_rewrite, run_metadata_defaults
 from pai_threads.services.threads import get_thread, lock_existing
+from pai_threads.store.admission import dispatch_after_commit
+from pai_threads.store.rewrites import apply_regenerate_rewrite, run_metadata_defaults
 
 __all__ = ["regenerate"]
 
@@ -25,7 +25,7 @@ def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> 
 
     The agent's ``prepare_history_rewrite`` runs inside this transaction and its thread
     metadata patches commit with the rewrite; ``history_rewritten`` runs after commit
-    (:mod:`pai_threads.rewrites`, LC-057..LC-066)."""
+    (:mod:`pai_threads.store.rewrites`, LC-057..LC-066)."""
     thread = get_thread(identity, thread_id)
     agent = registry.get_agent(thread.agent_name)
     with transaction.atomic():

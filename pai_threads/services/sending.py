@@ -14,7 +14,6 @@ from django.utils import timezone
 from pai_agents.agent import InvalidAgentInput, SendPolicy
 from pai_agents.json import dumps as json_dumps
 from pai_agents.lifecycle.metadata import InvalidMetadata, replace_metadata
-from pai_threads import registry
 from pai_threads.conf import pai_settings
 from pai_threads.errors import InvalidInput, NotFound, PayloadTooLarge, ThreadBusy
 from pai_threads.events.projections import message_public
@@ -25,14 +24,15 @@ from pai_threads.events.types import (
     run_and_side_state,
     run_status_of,
 )
-from pai_threads.files import reference_attachments
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
-from pai_threads.input_guard import check_json, validate_user_message
 from pai_threads.models import Message, QueueItem, Run, Thread
-from pai_threads.queueing import dispatch_after_commit
-from pai_threads.rewrites import run_metadata_defaults
 from pai_threads.services.cancelling import cancel_locked
+from pai_threads.services.files import reference_attachments
+from pai_threads.services.input_guard import check_json, validate_user_message
 from pai_threads.services.threads import get_thread
+from pai_threads.store.admission import dispatch_after_commit
+from pai_threads.store.rewrites import run_metadata_defaults
 
 __all__ = ["SEND_POLICIES", "SendResult", "send"]
 

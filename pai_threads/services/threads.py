@@ -16,17 +16,17 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from pai_threads import cancellation, registry
 from pai_threads.conf import pai_settings
 from pai_threads.errors import InvalidInput, NotFound
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import thread_deleted, thread_updated
+from pai_threads.execution import cancellation, registry
 from pai_threads.identity import Identity
-from pai_threads.input_guard import check_text, lookup_id
 from pai_threads.models import File, Message, QueueItem, Run, Thread
-from pai_threads.pagination import InvalidPageToken, decode_token, encode_token
-from pai_threads.queueing import lock_thread
-from pai_threads.rewrites import thread_metadata_defaults
+from pai_threads.services.input_guard import check_text, lookup_id
+from pai_threads.store.admission import lock_thread
+from pai_threads.store.pagination import InvalidPageToken, decode_token, encode_token
+from pai_threads.store.rewrites import thread_metadata_defaults
 
 __all__ = [
     "MAX_TITLE",

@@ -8,14 +8,14 @@ from typing import Any
 from django.db import transaction
 
 from pai_agents.agent import InvalidAgentInput
-from pai_threads import registry
 from pai_threads.errors import InvalidInput, ThreadBusy
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
-from pai_threads.input_guard import check_json
 from pai_threads.models import Run
-from pai_threads.queueing import dispatch_after_commit
-from pai_threads.rewrites import run_metadata_defaults
+from pai_threads.services.input_guard import check_json
 from pai_threads.services.threads import get_thread, lock_existing
+from pai_threads.store.admission import dispatch_after_commit
+from pai_threads.store.rewrites import run_metadata_defaults
 
 __all__ = ["trigger"]
 

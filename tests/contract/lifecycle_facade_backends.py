@@ -21,10 +21,10 @@ from pai_agents.ids import new_id
 from pai_agents.lifecycle.memory import InMemoryLifecycleStore
 from pai_agents.messages.types import UIMessage
 from pai_threads import services
-from pai_threads.db import run_db_closing
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.db import run_db_closing
+from pai_threads.store.thread_store import ORMThreadStore
 
 __all__ = ["ORM_DB", "SCOPE", "Backend", "MemoryBackend", "ORMBackend", "ReferenceBackend"]
 

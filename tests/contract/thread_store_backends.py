@@ -25,10 +25,10 @@ from pai_agents.engine.memory import InMemoryThreadStore
 from pai_agents.engine.store import ThreadStore
 from pai_agents.messages.types import UIMessage
 from pai_threads import services
-from pai_threads.db import run_db_closing
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Step
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.db import run_db_closing
+from pai_threads.store.thread_store import ORMThreadStore
 
 __all__ = ["AGENT", "MemoryBackend", "MessageView", "ORMBackend", "RunView", "StoreBackend"]
 

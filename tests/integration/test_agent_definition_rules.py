@@ -26,15 +26,16 @@ from pai_agents import (
     define_agent,
     tool,
 )
-from pai_threads import registry, services
+from pai_threads import services
 from pai_threads.api import api
 from pai_threads.errors import InvalidInput, NotFound
-from pai_threads.execute import aexecute_run
+from pai_threads.execution import registry
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
-from pai_threads.realtime.commands import COMMANDS, run_command
-from pai_threads.realtime.projections import build_snapshot, thread_public
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
+from pai_threads.websocket.commands import COMMANDS, run_command
+from pai_threads.websocket.snapshot import build_snapshot, thread_public
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -28,8 +28,8 @@ from django.test import Client
 from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound
 from pai_threads.identity import Identity
-from pai_threads.input_guard import MAX_JSON_DEPTH
 from pai_threads.models import File, Message, PendingAction, QueueItem, Run, Thread
+from pai_threads.services.input_guard import MAX_JSON_DEPTH
 from tests.support.server import REPO_ROOT, Browser, DaphneServer
 from tests.support.workers import database_url_from_settings
 

@@ -9,7 +9,7 @@ import pytest
 
 from pai_project.agents import demo
 from pai_threads import services
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step
 from tests.support.fake_openai import (

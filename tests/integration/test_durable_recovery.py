@@ -19,9 +19,9 @@ import pytest
 from django.utils import timezone
 
 from pai_threads import services
+from pai_threads.execution.recovery import recover_runs
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step
-from pai_threads.recovery import recover_runs
 from tests.support.durable_agents import stream_text
 from tests.support.durable_harness import (
     assert_transcript_integrity,

@@ -19,7 +19,7 @@ from django.test import override_settings
 
 from pai_agents import ScriptedModel, ScriptedStep, define_agent
 from pai_threads import services
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Run
 

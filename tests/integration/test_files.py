@@ -22,10 +22,10 @@ from pai_agents.files import FileRef
 from pai_agents.messages.file_refs import FILE_REF_PART
 from pai_threads import services
 from pai_threads.errors import InvalidInput
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import File, Message, Run
-from pai_threads.realtime.projections import build_snapshot
+from pai_threads.websocket.snapshot import build_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

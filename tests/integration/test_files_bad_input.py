@@ -52,8 +52,8 @@ def test_deeply_nested_metadata_from_server_code_is_invalid_input(alice: Any) ->
     """The service checks metadata passed by server code the same way (no RecursionError)."""
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from pai_threads import files
     from pai_threads.errors import InvalidInput
+    from pai_threads.services import files
 
     nested: dict[str, Any] = {}
     for _ in range(5000):

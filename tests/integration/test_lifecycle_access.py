@@ -13,9 +13,10 @@ from django.test import Client
 from pydantic import BaseModel, ConfigDict
 
 from pai_agents import ScriptedModel, ScriptedStep, define_agent
-from pai_threads import registry, services
+from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, ThreadBusy
-from pai_threads.execute import aexecute_run
+from pai_threads.execution import registry
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, QueueItem, Run, Thread
 

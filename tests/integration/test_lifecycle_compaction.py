@@ -11,10 +11,11 @@ from django.db.models import F
 from pai_agents import RunEngine, ScriptedModel, ScriptedStep, define_agent
 from pai_agents.engine.store import LeaseLost
 from pai_agents.lifecycle import SummarizeInput, context_compaction
-from pai_threads import registry, services
+from pai_threads import services
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -21,7 +21,7 @@ from pai_agents.engine.store import LeaseLost
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import Run
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

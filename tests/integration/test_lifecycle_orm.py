@@ -15,7 +15,7 @@ from pai_agents.lifecycle import MutationConflict
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

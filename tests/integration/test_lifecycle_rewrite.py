@@ -14,8 +14,9 @@ from pai_agents import ScriptedModel, define_agent
 from pai_agents.engine.rewrites import dispatcher
 from pai_agents.lifecycle import HistoryRewritePatch, MetadataSchemas
 from pai_agents.lifecycle.metadata import InvalidMetadata
-from pai_threads import registry, services
+from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, RewriteRejected, ThreadBusy
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
 
@@ -289,7 +290,7 @@ def _run_with_prepare(identity: Identity, thread: Thread, prepare_run: Any) -> A
     import asyncio
 
     from pai_agents import RunEngine, ScriptedStep
-    from pai_threads.store import ORMThreadStore
+    from pai_threads.store.thread_store import ORMThreadStore
 
     result = services.send(
         identity,

@@ -10,7 +10,8 @@ import pytest
 
 from pai_agents import ScriptedModel, define_agent
 from pai_agents.engine.rewrites import dispatcher
-from pai_threads import registry, services
+from pai_threads import services
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message
 

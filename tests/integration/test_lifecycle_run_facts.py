@@ -16,10 +16,10 @@ from pydantic import BaseModel
 from pai_agents import RunEngine, ScriptedModel, ScriptedStep, define_agent, tool
 from pai_agents.lifecycle import Complete
 from pai_threads import services
-from pai_threads import store as store_module
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run
-from pai_threads.store import ORMThreadStore
+from pai_threads.store import thread_store as store_module
+from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -119,8 +119,8 @@ def queries(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
         return await original(run)
 
-    monkeypatch.setattr("pai_threads.store._db", captured)
-    monkeypatch.setattr("pai_threads.lifecycle_store._db", captured)
+    monkeypatch.setattr("pai_threads.store.thread_store._db", captured)
+    monkeypatch.setattr("pai_threads.store.lifecycle_backend._db", captured)
     return log
 
 

@@ -22,13 +22,14 @@ from pydantic import BaseModel
 from pai_agents import RunEngine, ScriptedModel, ScriptedStep, ScriptedToolCall, define_agent
 from pai_agents.lifecycle import AssistantResponse, HistoryRewritePatch, MetadataSchemas, Respond
 from pai_agents.messages.chunks import validate_chunk
-from pai_threads import registry, services
+from pai_threads import services
 from pai_threads.errors import RewriteRejected
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
-from pai_threads.realtime.projections import build_snapshot
 from pai_threads.realtime.publisher import RealtimePublisher
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
+from pai_threads.websocket.snapshot import build_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

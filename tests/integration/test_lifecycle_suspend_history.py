@@ -19,7 +19,7 @@ from pai_agents.lifecycle import AgentLifecycle, SuspensionEpisode
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import PendingAction
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

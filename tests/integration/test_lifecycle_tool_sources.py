@@ -12,7 +12,7 @@ from pai_agents import RunEngine, ScriptedModel, ScriptedStep, ToolContext, defi
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

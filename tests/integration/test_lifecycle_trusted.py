@@ -14,12 +14,13 @@ from pai_agents import RunEngine, ScriptedModel, ScriptedStep, define_agent
 from pai_agents.engine.store import LeaseLost
 from pai_agents.lifecycle import MetadataSchemas
 from pai_agents.lifecycle.metadata import InvalidMetadata
-from pai_threads import registry, services, trusted_thread
+from pai_threads import services, trusted_thread
 from pai_threads.errors import NotFound
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Run
-from pai_threads.realtime.projections import run_public
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
+from pai_threads.websocket.snapshot import run_public
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

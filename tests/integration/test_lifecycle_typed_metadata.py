@@ -13,13 +13,14 @@ from pydantic import BaseModel
 
 from pai_agents import ScriptedModel, ScriptedStep, define_agent
 from pai_agents.lifecycle import MetadataSchemas
-from pai_threads import registry, services
-from pai_threads.execute import aexecute_run
+from pai_threads import services
+from pai_threads.execution import registry
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, QueueItem, Run, Thread
-from pai_threads.queueing import admit_next
 from pai_threads.realtime import delivery
-from pai_threads.realtime.projections import build_snapshot
+from pai_threads.store.admission import admit_next
+from pai_threads.websocket.snapshot import build_snapshot
 
 SECRET = "SECRET-7f3a"
 

@@ -8,7 +8,7 @@ import pytest
 
 from pai_threads import services
 from pai_threads.errors import ActionConflict
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run
 

@@ -28,13 +28,14 @@ from pai_agents import (
 from pai_agents.engine.store import StepRecord
 from pai_agents.lifecycle import InvalidLifecycleWrite, MetadataSchemas
 from pai_agents.messages import reduce_chunks
-from pai_threads import registry, services
+from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound
-from pai_threads.execute import aexecute_run
+from pai_threads.execution import registry
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Step, Thread
-from pai_threads.realtime.projections import build_snapshot
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
+from pai_threads.websocket.snapshot import build_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

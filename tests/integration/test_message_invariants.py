@@ -20,11 +20,12 @@ from pydantic import BaseModel
 from pai_agents import RecordingSink, RunEngine, ScriptedModel, ScriptedStep, define_agent, tool
 from pai_agents.engine.store import ClaimedRun, OpenMessageConflict, StepRecord
 from pai_agents.messages.parts import UnknownPartType
-from pai_threads import registry, services
+from pai_threads import services
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step, Thread
-from pai_threads.realtime.projections import build_snapshot
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
+from pai_threads.websocket.snapshot import build_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

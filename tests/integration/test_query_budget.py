@@ -67,7 +67,7 @@ def test_events_built_from_returned_rows_equal_fresh_reads() -> None:
     """The publisher projects the rows the store's writes returned instead of reading them
     back: every event must carry exactly what a read after the run projects."""
     from pai_threads.realtime.buffers import get_buffer
-    from pai_threads.realtime.projections import (
+    from pai_threads.websocket.snapshot import (
         message_public,
         run_public,
         side_state_events,
@@ -132,7 +132,7 @@ def test_single_statement_writes_are_fenced_by_the_lease() -> None:
     from datetime import UTC, datetime
 
     from pai_agents.engine.store import LeaseLost, StepRecord
-    from pai_threads.store import ORMThreadStore
+    from pai_threads.store.thread_store import ORMThreadStore
 
     identity = Identity(scope_key="budget", data={})
     thread = services.create_thread(identity)

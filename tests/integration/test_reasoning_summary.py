@@ -20,10 +20,10 @@ from pai_agents.lifecycle import Continue, RunPatch
 from pai_agents.messages.reasoning_summary import REASONING_SUMMARY_PART
 from pai_threads import services
 from pai_threads.api.serializers import messages_out
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message
-from pai_threads.realtime.projections import build_snapshot
+from pai_threads.websocket.snapshot import build_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,7 +41,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def _run(alice: Identity, monkeypatch: pytest.MonkeyPatch, agent: Any) -> str:
-    monkeypatch.setattr("pai_threads.execute.registry.get_agent", lambda name: agent)
+    monkeypatch.setattr("pai_threads.execution.execute.registry.get_agent", lambda name: agent)
     thread = services.create_thread(alice)
     sent = services.send(
         alice,

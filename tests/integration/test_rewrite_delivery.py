@@ -25,10 +25,12 @@ from pai_agents import ScriptedModel, define_agent
 from pai_agents.engine.rewrites import dispatcher
 from pai_agents.lifecycle.facade import MessageVisibility
 from pai_agents.lifecycle.inputs import VisibilityChange, VisibilityRewrite
-from pai_threads import registry, rewrite_delivery, services
+from pai_threads import services
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, RewriteDelivery, Thread
-from pai_threads.rewrite_delivery import LOST, acquire, offer, release, renew, take
+from pai_threads.store import rewrite_delivery
+from pai_threads.store.rewrite_delivery import LOST, acquire, offer, release, renew, take
 from tests.support import rewrite_procs
 from tests.support.workers import REPO_ROOT, database_url_from_settings, worker_env
 

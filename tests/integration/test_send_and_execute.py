@@ -11,11 +11,11 @@ from pai_agents import RecordingSink, RunEngine
 from pai_agents.engine.store import LeaseLost
 from pai_threads import services
 from pai_threads.errors import InvalidInput, NotFound, ThreadBusy
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
+from pai_threads.execution.registry import get_agent
 from pai_threads.identity import Identity
 from pai_threads.models import Message, QueueItem, Run, Step
-from pai_threads.registry import get_agent
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

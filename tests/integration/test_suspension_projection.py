@@ -17,15 +17,17 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from pai_threads import registry, services
+from pai_threads import services
 from pai_threads.api.serializers import messages_out
 from pai_threads.errors import NotFound
-from pai_threads.execute import aexecute_run
+from pai_threads.execution import registry
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
-from pai_threads.realtime import commands, delivery
+from pai_threads.realtime import delivery
 from pai_threads.realtime.buffers import get_buffer
-from pai_threads.realtime.projections import build_snapshot
+from pai_threads.websocket import commands
+from pai_threads.websocket.snapshot import build_snapshot
 from tests.support.agents import toolbox
 from tests.support.server import REPO_ROOT
 

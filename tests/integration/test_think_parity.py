@@ -18,10 +18,10 @@ from pydantic import BaseModel
 from pai_agents import ScriptedModel, ScriptedStep, define_agent, tool
 from pai_agents.lifecycle import Continue, RunPatch
 from pai_threads import services
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message
-from pai_threads.realtime.projections import build_snapshot
+from pai_threads.websocket.snapshot import build_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,7 +70,7 @@ def test_th_016_hidden_reasoning_reaches_no_client_surface(
         tools=[add],
         lifecycle={"prepare_run": lambda i: Continue(patch=RunPatch(send_reasoning=False))},
     )
-    monkeypatch.setattr("pai_threads.execute.registry.get_agent", lambda name: agent)
+    monkeypatch.setattr("pai_threads.execution.execute.registry.get_agent", lambda name: agent)
     thread = services.create_thread(alice)
     sent = services.send(
         alice,

@@ -15,11 +15,12 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from pai_threads import files, services
+from pai_threads import services
 from pai_threads.errors import NotFound
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import File, Message, PendingAction, QueueItem, Run, Step, Thread
+from pai_threads.services import files
 from tests.support.realtime import recv, recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 

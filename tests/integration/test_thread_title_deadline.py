@@ -18,7 +18,8 @@ def test_a_slow_runtime_context_builder_is_inside_the_title_deadline(
     import functools
 
     from pai_agents import ScriptedModel, ScriptedStep, ThreadTitles, define_agent
-    from pai_threads import registry, services, titles
+    from pai_threads import services
+    from pai_threads.execution import registry, titles
     from pai_threads.models import Thread
     from tests.integration.test_thread_titles import _run
 

@@ -26,12 +26,13 @@ from pai_agents import (
     define_agent,
 )
 from pai_agents.titles import DEFAULT_TITLE_INSTRUCTIONS
-from pai_threads import registry, services, titles
-from pai_threads.execute import aexecute_run
+from pai_threads import services
+from pai_threads.execution import registry, titles
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.executors.celery import CeleryExecutor
 from pai_threads.identity import Identity
 from pai_threads.models import Run, Thread
-from pai_threads.realtime.projections import build_snapshot, thread_public
+from pai_threads.websocket.snapshot import build_snapshot, thread_public
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

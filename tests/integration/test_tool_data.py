@@ -26,11 +26,12 @@ from pai_agents import (
 from pai_agents.lifecycle import AgentLifecycle, ReplaceOutput
 from pai_agents.messages import reduce_chunks, validate_chunk
 from pai_agents.messages.tool_data import TOOL_DATA_PART, project_tool_data
-from pai_threads import registry, services
+from pai_threads import services
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run
-from pai_threads.realtime.projections import build_snapshot
-from pai_threads.store import ORMThreadStore
+from pai_threads.store.thread_store import ORMThreadStore
+from pai_threads.websocket.snapshot import build_snapshot
 from tests.support.realtime import recv, recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 from tests.support.thread_state import ThreadState

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.executors.loop import background_loop
 from pai_threads.executors.thread import ThreadExecutor
 

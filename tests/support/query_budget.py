@@ -29,7 +29,7 @@ from benchmarks.counting import Counts, QueryCounter
 from benchmarks.workloads.common import USER_MESSAGE
 from pai_agents.agent import AgentDefinition
 from pai_threads import services
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Run
 

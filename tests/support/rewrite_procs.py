@@ -47,7 +47,8 @@ def main(thread_id: str, message_id: str, count: int, go_file: str) -> None:
 
     django.setup()
     from pai_agents.engine.rewrites import dispatcher
-    from pai_threads import registry, services
+    from pai_threads import services
+    from pai_threads.execution import registry
     from pai_threads.identity import Identity
 
     agents = {**registry.agents(), agent.name: agent}

@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TRANSPORTS = [
     "pai_threads/api/views.py",
-    "pai_threads/api/ai_sdk.py",
+    "pai_threads/ai_sdk/endpoint.py",
     "pai_threads/api/files.py",
-    "pai_threads/realtime/commands.py",
-    "pai_threads/realtime/consumers.py",
+    "pai_threads/websocket/commands.py",
+    "pai_threads/websocket/consumers.py",
     "pai_threads/admin.py",
 ]
 # What publishing is: the delivery of events to subscribers, and the after-commit helper.
@@ -31,7 +31,6 @@ PUBLISHING = {
     "pai_threads.events.publishing",
     "pai_threads.realtime.delivery",
     "pai_threads.realtime.publisher",
-    "pai_threads.realtime.announce",
 }
 # Modules allowed to spell an event's type: the vocabulary itself, and the readers that
 # dispatch on a type (they never build events).

@@ -2,8 +2,8 @@
 
 A management command that only delegates: it resolves a CLI identity, stores the user
 message with :func:`pai_threads.services.send` (``dispatch=False``) and executes the run in
-this process with :func:`pai_threads.execute.aexecute_run`, streaming its events to a sink
-from :mod:`pai_threads.terminal`.
+this process with :func:`pai_threads.execution.execute.aexecute_run`, streaming its events to a sink
+from :mod:`pai_threads.execution.terminal`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pai_agents.engine.events import EventSink
 from pai_agents.engine.store import RunOutcome
 from pai_threads import services
 from pai_threads.errors import PaiError
-from pai_threads.execute import aexecute_run
+from pai_threads.execution.execute import aexecute_run
+from pai_threads.execution.terminal import JsonlSink, TerminalSink, dumps_line
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
-from pai_threads.terminal import JsonlSink, TerminalSink, dumps_line
 
 P = ParamSpec("P")
 T = TypeVar("T")

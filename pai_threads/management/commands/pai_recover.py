@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from pai_threads.recovery import Sweep, Sweeper
+from pai_threads.execution.recovery import Sweep, Sweeper
 
 # How long a single sweep waits for dispatches the broker refused before giving up on them.
 FLUSH_SECONDS = 10.0

@@ -7,7 +7,7 @@ version bump are written together, so they commit or roll back as one (LC-057). 
 ``history_rewritten`` fact is scheduled with ``transaction.on_commit``: it never runs for a
 rolled-back rewrite, gets ``after_version`` (LC-062), its failure is only reported
 (LC-063), and calls for one thread never overlap, across processes too
-(:mod:`pai_threads.rewrite_delivery`, LC-065). Once committed, a rewrite that changed
+(:mod:`pai_threads.store.rewrite_delivery`, LC-065). Once committed, a rewrite that changed
 visibility or public thread metadata publishes the public thread head (``thread.updated``),
 like a facade write; lifecycle visibility writes publish through the facade. Also: the
 parsed ``{}`` metadata defaults of new runs and threads (AD-031).
@@ -31,12 +31,13 @@ from pai_agents.engine.rewrites import (
 )
 from pai_agents.lifecycle.facade import MessageVisibility
 from pai_agents.lifecycle.inputs import HistoryRewrite, RegenerateRewrite, VisibilityRewrite
-from pai_threads import registry, rewrite_delivery
 from pai_threads.errors import InvalidInput, NotFound, RewriteRejected, ThreadBusy
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import thread_updated
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Thread
+from pai_threads.store import rewrite_delivery
 
 __all__ = [
     "apply_regenerate_rewrite",

@@ -11,14 +11,14 @@ Tool hooks get the same rows as :class:`SuspensionEpisode` values (LC-132, LC-13
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from datetime import datetime
 from typing import Any, cast
 
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_threads.models import PendingAction
 
-__all__ = ["episode_public", "join_suspensions", "suspension_episode"]
+__all__ = ["episode_public", "join_suspensions", "suspend_history_of", "suspension_episode"]
 
 # Everything a client may see of an action; ``submitted_by`` (identity data) stays private.
 _PUBLIC_COLUMNS = (
@@ -112,3 +112,15 @@ def _joined(
         return part
     pending = next((e for e in reversed(found) if e["status"] == "pending"), None)
     return {**part, "suspensions": found, "pendingSuspension": pending}
+
+
+def suspend_history_of(
+    run_id: str, tool_call_ids: Collection[str]
+) -> dict[str, list[SuspensionEpisode]]:
+    """The suspension episodes of a run's calls, oldest first: one read, on resume only (the
+    engine never asks on an initial dispatch)."""
+    found: dict[str, list[SuspensionEpisode]] = {}
+    rows = PendingAction.objects.filter(run_id=run_id, tool_call_id__in=list(tool_call_ids))
+    for action in rows.order_by("created_at", "id"):
+        found.setdefault(action.tool_call_id, []).append(suspension_episode(action))
+    return found

@@ -19,7 +19,7 @@ writes and rejected writes publish nothing (LC-029..LC-031).
 
 Visibility writes (``messages.update_visibility``, also staged in ``mutate``) that change
 something fire the agent's rewrite hooks' ``visibility`` variant like trusted rewrites
-(:func:`pai_threads.rewrites.lifecycle_visibility_rewrite`, LC-066): the hook's patches
+(:func:`pai_threads.store.rewrites.lifecycle_visibility_rewrite`, LC-066): the hook's patches
 commit with the write; a raising hook rejects the write (``RewriteRejected``).
 """
 
@@ -47,14 +47,13 @@ from pai_agents.lifecycle.backend import (
 from pai_agents.lifecycle.facade import LifecycleMessage, MessageVisibility
 from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataSchemas
 from pai_agents.lifecycle.thread_facade import LifecycleThreadFacade, RunMetadataFacade
-from pai_threads import store_sql
-from pai_threads.db import run_db as _db
+from pai_threads.events.projections import message_public, run_public
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import message_committed, run_status_of, thread_updated
 from pai_threads.models import Message, Run, Thread
-from pai_threads.realtime.announce import message_committed, run_status
-from pai_threads.realtime.heads import thread_updated
-from pai_threads.realtime.projections import message_public, run_public
-from pai_threads.realtime.publisher import publish_sync
-from pai_threads.rewrites import lifecycle_visibility_rewrite
+from pai_threads.store import sql as store_sql
+from pai_threads.store.db import run_db as _db
+from pai_threads.store.rewrites import lifecycle_visibility_rewrite
 
 __all__ = ["ORMLifecycleBackend", "ORMLifecycleThread", "ORMRunMetadata"]
 
@@ -83,7 +82,7 @@ def _rows(scope: ThreadScope) -> Any:
 def _publish_on_commit(thread_id: str, events: Sequence[RunEvent]) -> None:
     """Publish ``events`` after the current transaction commits (never for a rollback)."""
     if events:
-        transaction.on_commit(lambda: publish_sync(thread_id, events))
+        publish_after_commit(thread_id, list(events))
 
 
 class ORMLifecycleBackend:
@@ -198,7 +197,7 @@ class ORMLifecycleBackend:
         Run.objects.filter(id=lease.run_id).update(**{_COLUMNS[which]: value})
         if which == "public":  # private run metadata is never published
             run = Run.objects.get(id=lease.run_id)
-            _publish_on_commit(run.thread_id, [run_status(run_public(run))])
+            _publish_on_commit(run.thread_id, [run_status_of(run_public(run))])
 
 
 BACKEND = ORMLifecycleBackend()

@@ -15,7 +15,7 @@ from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import message_committed
 from pai_threads.executors import get_executor
 from pai_threads.models import Message, QueueItem, Run, Thread
-from pai_threads.rewrites import run_metadata_defaults
+from pai_threads.store.rewrites import run_metadata_defaults
 
 __all__ = ["admit_next", "dispatch_after_commit", "lock_thread"]
 

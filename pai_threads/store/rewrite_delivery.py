@@ -53,10 +53,10 @@ from pai_agents.lifecycle.inputs import (
     VisibilityChange,
     VisibilityRewrite,
 )
-from pai_threads import registry
 from pai_threads.conf import pai_settings
-from pai_threads.db import run_db_closing as _db
+from pai_threads.execution import registry
 from pai_threads.models import RewriteDelivery
+from pai_threads.store.db import run_db_closing as _db
 
 __all__ = [
     "LOST",

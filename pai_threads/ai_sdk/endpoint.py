@@ -38,11 +38,11 @@ from pai_threads import services
 from pai_threads.api.envelope import ErrorInfo, error_response, json_errors
 from pai_threads.errors import InvalidInput, NotFound
 from pai_threads.identity import Identity, resolve_identity
-from pai_threads.input_guard import loads, lookup_id
 from pai_threads.models import PendingAction, Run
 from pai_threads.realtime.conf import realtime_setting
 from pai_threads.realtime.subscription import ThreadSubscription
 from pai_threads.realtime.sync import Resync
+from pai_threads.services.input_guard import loads, lookup_id
 
 __all__ = ["approval_request_chunk", "approval_responses", "chat", "resume_stream"]
 

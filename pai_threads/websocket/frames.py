@@ -6,7 +6,7 @@ handler serves both surfaces; :func:`exception_frame` describes any exception th
 HTTP API does. :func:`parse_frame` turns raw websocket input into a command frame or raises
 :class:`FrameError`; it never lets bad input escape as another exception (``json.loads``
 raises ``RecursionError`` on deep nesting, which a consumer must not die of). The text and
-depth rules are the service boundary's (:mod:`pai_threads.input_guard`).
+depth rules are the service boundary's (:mod:`pai_threads.services.input_guard`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from pai_threads.errors import InvalidInput, ServiceUnavailable
 from pai_threads.events.errors import describe
-from pai_threads.input_guard import MAX_JSON_DEPTH, check_json
+from pai_threads.services.input_guard import MAX_JSON_DEPTH, check_json
 
 __all__ = [
     "MAX_FRAME_DEPTH",

@@ -31,9 +31,12 @@ from pai_threads import services
 from pai_threads.errors import NotFound
 from pai_threads.identity import Identity
 from pai_threads.realtime.buffers import get_buffer
-from pai_threads.realtime.commands import run_command
 from pai_threads.realtime.conf import realtime_setting
-from pai_threads.realtime.frames import (
+from pai_threads.realtime.link import LayerLink, Outage, retry_transport
+from pai_threads.realtime.notify import MESSAGE_TYPE, group_name, register_subscriber_loop
+from pai_threads.realtime.sync import Cursor, FoldGuard, Resync, open_frames
+from pai_threads.websocket.commands import run_command
+from pai_threads.websocket.frames import (
     FrameError,
     error_frame,
     exception_frame,
@@ -41,11 +44,8 @@ from pai_threads.realtime.frames import (
     request_id_of,
     unavailable_frame,
 )
-from pai_threads.realtime.identity import resolve_scope_identity
-from pai_threads.realtime.link import LayerLink, Outage, retry_transport
-from pai_threads.realtime.notify import MESSAGE_TYPE, group_name, register_subscriber_loop
-from pai_threads.realtime.projections import build_snapshot
-from pai_threads.realtime.sync import Cursor, FoldGuard, Resync, open_frames
+from pai_threads.websocket.identity import resolve_scope_identity
+from pai_threads.websocket.snapshot import build_snapshot
 
 __all__ = ["ThreadConsumer"]
 

@@ -1,4 +1,4 @@
-"""The connect-time snapshot of a thread, and the client projections it is built from.
+"""The connect-time snapshot a websocket client starts from, and the projections it uses.
 
 The projections are defined once, in :mod:`pai_threads.events.projections` (re-exported
 here for existing imports); the snapshot is what a websocket client starts from.

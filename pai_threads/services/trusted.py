@@ -29,10 +29,10 @@ from django.db import transaction
 
 from pai_agents.json import JsonObject
 from pai_agents.lifecycle.validation import merged_bag, validated_bag
-from pai_threads import registry
 from pai_threads.errors import NotFound
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import run_status_of
+from pai_threads.execution import registry
 from pai_threads.models import Run
 
 __all__ = ["TrustedRun", "TrustedRunMetadata", "TrustedRuns", "TrustedThread", "trusted_thread"]

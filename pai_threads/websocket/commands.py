@@ -20,8 +20,8 @@ from pai_threads.errors import InvalidInput, NotFound, PaiError
 from pai_threads.events.projections import queue_item_public, run_public, thread_public
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
-from pai_threads.queueing import lock_thread
-from pai_threads.realtime.frames import error_frame, exception_frame, request_id_of
+from pai_threads.store.admission import lock_thread
+from pai_threads.websocket.frames import error_frame, exception_frame, request_id_of
 
 __all__ = ["COMMANDS", "CommandError", "StaleView", "run_command"]
 

@@ -29,13 +29,13 @@ from pai_agents.engine.rewrites import build_runtime_context
 from pai_agents.messages.types import UIMessage
 from pai_agents.title_generation import generate_title
 from pai_agents.titles import ThreadTitleInput, TitleRecord
-from pai_threads import registry
-from pai_threads.db import run_db_closing as _db
 from pai_threads.events.publishing import publish_now
 from pai_threads.events.types import thread_updated
+from pai_threads.execution import registry
 from pai_threads.executors import get_executor
 from pai_threads.executors.loop import background_loop
 from pai_threads.models import Message, Run, Thread
+from pai_threads.store.db import run_db_closing as _db
 
 __all__ = ["after_run", "agenerate", "dispatch_in_process", "schedule"]
 

@@ -1,0 +1,74 @@
+"""Executing one run: claim its lease, run the engine, publish events.
+
+Both executors call :func:`aexecute_run`; it is safe to call twice for the same run (the
+second claim fails while the first lease is live), so correctness never depends on a broker
+delivering exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+
+from pai_agents.abort import AbortSignal
+from pai_agents.engine.events import EventSink
+from pai_agents.engine.runner import RunEngine
+from pai_agents.engine.store import LeaseLost, RunNotFound, RunOutcome
+from pai_threads.conf import pai_settings
+from pai_threads.execution import cancellation, registry, titles
+from pai_threads.execution.file_provider import file_provider
+from pai_threads.realtime import RealtimePublisher, TeeSink
+from pai_threads.store.thread_store import ORMThreadStore
+
+__all__ = ["aexecute_run", "worker_name"]
+
+logger = logging.getLogger("pai.execute")
+
+
+def worker_name() -> str:
+    """Identifies the lease owner in the admin and logs: host, process and thread."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+async def aexecute_run(
+    run_id: str, *, sink: EventSink | None = None, signal: AbortSignal | None = None
+) -> RunOutcome | None:
+    """Claim and execute ``run_id``; None when it is not claimable (done, or leased).
+
+    Events always go to the thread's realtime subscribers; a given ``sink`` (``pai_chat``)
+    receives the same events first.
+    """
+    store = ORMThreadStore()
+    try:
+        claim = await store.claim_run(
+            run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS
+        )
+    except RunNotFound:
+        logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
+        return None
+    agent = registry.get_agent(claim.agent_name)
+    publisher = RealtimePublisher(claim.thread_id, facts=store.facts)
+    engine = RunEngine(
+        agent=agent,
+        store=store,
+        sink=publisher if sink is None else TeeSink(sink, publisher),
+        lease_seconds=pai_settings.LEASE_SECONDS,
+        files=file_provider(),
+    )
+    signal = signal or AbortSignal()
+    try:
+        with cancellation.registered(run_id, signal):
+            await publisher.announce_claim(claim.lease.run_id)
+            outcome = await engine.run_episode(claim, signal=signal)
+    except LeaseLost:
+        # Another worker owns the run now; this execution wrote nothing after losing it.
+        logger.warning("run %s: lease lost, execution abandoned", run_id, extra={"run_id": run_id})
+        return None
+    finally:
+        await publisher.aclose()
+    logger.info("run %s ended %s", run_id, outcome.status, extra={"run_id": run_id})
+    # After the final commit and outside the lease; the title job never holds up the run.
+    await titles.after_run(agent, thread_id=claim.thread_id, run_id=run_id, status=outcome.status)
+    return outcome

@@ -1,0 +1,299 @@
+"""The fenced writes the ORM store is built from: each statement conditional on the lease.
+
+A fencing UPDATE (:func:`fence_returning`) opens every write transaction of an execution and
+returns the run row's columns the realtime publisher needs; the step, message and claim
+statements beside it return what they wrote, so nothing is read back
+(:class:`~pai_threads.store.thread_store.ORMThreadStore` composes them).
+
+The hot path (claim, step commits, tool results; docs/benchmarks.md W1) spends as few
+statements as the guarantees allow: writes return what they wrote (``RETURNING``) into the
+store's ``RunFacts`` for the realtime publisher, the fencing UPDATE also reports the
+thread's queue (so an empty queue costs no steer check and no admission query), a message
+update without a run change is one statement fenced by a locking ``EXISTS`` on the run row,
+and on PostgreSQL a step commit is one data-modifying CTE (fence, message, Step row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from pai_agents.engine.store import (
+    TERMINAL_STATUSES,
+    Lease,
+    LeaseLost,
+    RunOutcome,
+)
+from pai_agents.json import ensure_strict_json
+from pai_agents.messages.parts import check_part_types
+from pai_agents.messages.types import UIMessage
+from pai_threads.models import Message, Run, Step
+from pai_threads.store.admission import admit_next, lock_thread
+from pai_threads.store.sql import (
+    MESSAGE_COLUMNS,
+    convert,
+    held_exists_sql,
+    held_runs,
+    input_messages,
+    input_messages_sql,
+    insert_sql,
+    lease_expired,
+    model_fields,
+    pending_sql,
+    qn,
+    queued_sql,
+    returning_sql,
+    update_sql,
+)
+
+__all__ = [
+    "Fenced",
+    "after_end",
+    "before_end",
+    "claim_returning",
+    "fence_returning",
+    "message_of",
+    "outcome_changes",
+    "output_message",
+    "run_column",
+    "stored_parts",
+    "update_parts",
+    "write_step",
+]
+
+_RUN_TABLE = Run._meta.db_table
+# What a client projection of a run needs (run_public), returned by every fencing write.
+_RUN_FIELDS = model_fields(
+    Run,
+    (
+        "id",
+        "thread_id",
+        "status",
+        "initiator",
+        "step_count",
+        "attempt",
+        "usage",
+        "metadata",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ),
+)
+_CLAIM_FIELDS = _RUN_FIELDS + model_fields(
+    Run, ("agent_name", "scope_key", "identity", "client_data", "lease_token")
+)
+_MESSAGE_FIELDS = model_fields(Message, MESSAGE_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Fenced:
+    """What a fencing UPDATE returned: the run row after it, and the thread's side state
+    as the transaction sees it (``pending`` is only asked for when a run ends)."""
+
+    run: Run
+    queued: bool
+    pending: bool
+
+
+def run_column(name: str) -> str:
+    return f"{qn(_RUN_TABLE)}.{qn(name)}"
+
+
+def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[str, list[Any]]:
+    """The fencing UPDATE, returning the run, ``EXISTS`` queued input [, pending actions].
+
+    In the transaction that ends a run the thread lock is taken by an earlier statement, so
+    this statement's snapshot already holds every queued input a send could have added.
+    """
+    sql, params = update_sql(held_runs(lease), changes or {"lease_token": F("lease_token")})
+    queued, queued_params = queued_sql(run_column("thread_id"))
+    columns = [returning_sql(_RUN_FIELDS, _RUN_TABLE), queued]
+    params += queued_params
+    if sides:
+        pending, pending_params = pending_sql(run_column("thread_id"))
+        columns.append(pending)
+        params += pending_params
+    return f"{sql} RETURNING {', '.join(columns)}", params
+
+
+def _fenced_row(row: Sequence[Any], *, sides: bool) -> Fenced:
+    width = len(_RUN_FIELDS)
+    return Fenced(
+        run=Run(**convert(_RUN_FIELDS, row[:width])),
+        queued=bool(row[width]),
+        pending=bool(row[width + 1]) if sides else True,
+    )
+
+
+def fence_returning(
+    lease: Lease, changes: dict[str, Any] | None = None, *, sides: bool = False
+) -> Fenced:
+    """:func:`fence` that also returns the run row and the thread's side state."""
+    sql, params = _fence_sql(lease, changes or {}, sides=sides)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise LeaseLost(lease.run_id)
+    return _fenced_row(row, sides=sides)
+
+
+def _message_row(values: Sequence[Any]) -> Message:
+    return Message(**convert(_MESSAGE_FIELDS, values))
+
+
+def write_step(
+    lease: Lease, changes: dict[str, Any], message: Message, step: Step, *, sides: bool
+) -> tuple[Fenced, Message]:
+    """Fence the run (applying ``changes``), insert the step's message and Step row.
+
+    On PostgreSQL this is one statement (a data-modifying CTE: the inserts select from the
+    fencing UPDATE, so a lost lease inserts nothing), atomic on its own; elsewhere three
+    statements in the caller's transaction.
+    """
+    if connection.vendor == "postgresql":
+        fencing, params = _fence_sql(lease, changes, sides=sides)
+        insert, insert_params = insert_sql(message, source="pai_fence", returning=_MESSAGE_FIELDS)
+        step_insert, step_params = insert_sql(
+            step, source="pai_message", columns={"message_id": f"pai_message.{qn('id')}"}
+        )
+        sql = (
+            f"WITH pai_fence AS ({fencing}), pai_message AS ({insert}), "  # noqa: S608
+            f"pai_step AS ({step_insert}) SELECT * FROM pai_fence, pai_message"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, *insert_params, *step_params])
+            row = cursor.fetchone()
+        if row is None:
+            raise LeaseLost(lease.run_id)
+        width = len(_RUN_FIELDS) + (2 if sides else 1)
+        return _fenced_row(row[:width], sides=sides), _message_row(row[width:])
+    fenced = fence_returning(lease, changes, sides=sides)
+    insert, insert_params = insert_sql(message, returning=_MESSAGE_FIELDS)
+    with connection.cursor() as cursor:
+        cursor.execute(insert, insert_params)
+        stored = _message_row(cursor.fetchone())
+    step.message_id = stored.pk
+    step.save(force_insert=True)
+    return fenced, stored
+
+
+def update_parts(
+    lease: Lease, rows: Any, parts: Any, *, fenced: bool
+) -> tuple[Message, bool] | None:
+    """UPDATE the parts of ``rows`` (one message), returning the row and ``EXISTS`` queued
+    input; None when nothing matched.
+
+    ``fenced``: the statement fences itself with a locking ``EXISTS`` on the run row (the
+    lock a fencing UPDATE takes, released at the statement's commit), so a message update
+    without a run change is one autocommit statement.
+    """
+    sql, params = update_sql(rows, {"parts": parts, "updated_at": timezone.now()})
+    if fenced:
+        held, held_params = held_exists_sql(lease)
+        sql += f" AND {held}"
+        params += held_params
+    queued, queued_params = queued_sql(f"{qn(Message._meta.db_table)}.{qn('thread_id')}")
+    sql += f" RETURNING {returning_sql(_MESSAGE_FIELDS, Message._meta.db_table)}, {queued}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *queued_params])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return _message_row(row[:-1]), bool(row[-1])
+
+
+def message_of(lease: Lease, message: UIMessage) -> Any:
+    return Message.objects.filter(run_id=lease.run_id, message_id=message["id"])
+
+
+def claim_returning(
+    run_id: str, *, owner: str, lease_seconds: float
+) -> tuple[Run, bool, list[Message]] | None:
+    """Claim in one statement: a conditional UPDATE ... RETURNING, in autocommit.
+
+    The WHERE clause is the whole claim rule (queued, or running with an expired lease); the
+    token increment is the fence every later write of this execution checks. It returns the
+    run, whether the thread has queued input (the first steer check), and the run's input
+    messages (announced to subscribers at once): one round trip instead of three.
+    """
+    now = timezone.now()
+    claimable = Run.objects.filter(Q(status=Run.Status.QUEUED) | lease_expired(now), id=run_id)
+    changes = {
+        "status": Run.Status.RUNNING,
+        "lease_owner": owner,
+        "lease_expires_at": now + timedelta(seconds=lease_seconds),
+        "lease_token": F("lease_token") + 1,
+        "attempt": F("attempt") + 1,
+        "started_at": Coalesce(F("started_at"), Value(now)),
+    }
+    sql, params = update_sql(claimable, changes)
+    queued, queued_params = queued_sql(run_column("thread_id"))
+    inputs, inputs_params = input_messages_sql(run_column("id"))
+    sql += f" RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"
+    params += [*queued_params, *inputs_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(_CLAIM_FIELDS)
+    run = Run(**convert(_CLAIM_FIELDS, row[:width]))
+    return run, bool(row[width]), input_messages(row[width + 1])
+
+
+def output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[str, Any]:
+    return {
+        "message_id": message["id"],
+        "thread_id": lease.thread_id,
+        "scope_key": lease.scope_key,
+        "run_id": lease.run_id,
+        "role": message["role"],
+        "parts": stored_parts(message),
+        "producer": Message.Producer.MODEL,
+        "relation": Message.Relation.OUTPUT,
+        "step_index": step_index,
+    }
+
+
+def stored_parts(message: UIMessage) -> Any:
+    """A step message's parts as stored: the pinned AI SDK grammar (MF-045, raising
+    ``UnknownPartType``) and strict JSON."""
+    check_part_types(message["parts"], what=f"message {message['id']}")
+    return ensure_strict_json(message["parts"], what="message parts")
+
+
+def before_end(lease: Lease, outcome: RunOutcome | None) -> bool:
+    """First in a transaction that may end the run: take the thread lock (see lock_thread).
+    True when the run ends (then the thread's queue and pending actions are asked for)."""
+    ends = outcome is not None and outcome.status in TERMINAL_STATUSES
+    if ends:
+        lock_thread(lease.thread_id)
+    return ends
+
+
+def after_end(lease: Lease, fenced: Fenced) -> None:
+    """Inside the ending transaction: the next queued input starts once the run ends (the
+    fencing UPDATE saw the queue after the thread lock: nothing queued, nothing to admit)."""
+    if fenced.queued:
+        admit_next(lease.thread_id)
+
+
+def outcome_changes(outcome: RunOutcome) -> dict[str, Any]:
+    changes: dict[str, Any] = {
+        "status": outcome.status,
+        "usage": ensure_strict_json(dict(outcome.usage), what="usage"),
+        "error": dict(outcome.error) if outcome.error else None,
+    }
+    if outcome.status in TERMINAL_STATUSES or outcome.status == Run.Status.WAITING:
+        changes.update(lease_owner="", lease_expires_at=None)
+    if outcome.status in TERMINAL_STATUSES:
+        changes["finished_at"] = timezone.now()
+    return changes
