@@ -15,6 +15,8 @@ from ninja import Schema
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from pai_threads.execution import registry
+
 __all__ = [
     "ActionIn",
     "AiSdkChatIn",
@@ -114,8 +116,6 @@ class InputSchema(Schema):
 
 def _agent_names(schema: dict[str, Any]) -> None:
     """The registered agents, read when the document is generated."""
-    from pai_threads.execution import registry  # the registry imports agents: late
-
     schema["enum"] = sorted(registry.agents())
 
 

@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from pai_threads.conf import pai_settings
+from pai_threads.executors import get_executor
 from pai_threads.models import Run
 from pai_threads.store.sql import lease_expired
 
@@ -43,8 +44,6 @@ def find_stalled_runs(limit: int = 500) -> list[str]:
 
 def recover_runs(limit: int = 500) -> list[str]:
     """Dispatch every stalled run once; returns their ids."""
-    from pai_threads.executors import get_executor
-
     run_ids = find_stalled_runs(limit)
     executor = get_executor()
     for run_id in run_ids:
@@ -55,8 +54,6 @@ def recover_runs(limit: int = 500) -> list[str]:
 
 def waiting_dispatches() -> int:
     """Dispatches the executor holds until its broker is back (0 for one without a broker)."""
-    from pai_threads.executors import get_executor
-
     pending = getattr(get_executor(), "pending", None)
     return int(pending()) if pending is not None else 0
 

@@ -10,6 +10,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from pai_threads.conf import pai_settings
+from pai_threads.execution.execute import aexecute_run
+from pai_threads.execution.recovery import Sweeper
+from pai_threads.execution.titles import dispatch_in_process
 from pai_threads.executors.loop import background_loop
 
 __all__ = ["ThreadExecutor", "start_embedded_sweeper"]
@@ -22,15 +26,11 @@ class ThreadExecutor:
     a crash leaves them to lease-expiry recovery."""
 
     def dispatch(self, run_id: str) -> None:
-        from pai_threads.execution.execute import aexecute_run
-
         future = background_loop().submit(aexecute_run(run_id))
         future.add_done_callback(lambda f: _report(run_id, f))
 
     def dispatch_title(self, thread_id: str, run_id: str) -> None:
         """A thread title job after a completed run: a task on the same loop."""
-        from pai_threads.execution.titles import dispatch_in_process
-
         dispatch_in_process(thread_id, run_id)
 
 
@@ -55,15 +55,11 @@ def start_embedded_sweeper(interval: float | None = None) -> None:
     if _sweeper_started.is_set():
         return
     _sweeper_started.set()
-    from pai_threads.conf import pai_settings
-
     every = interval or max(pai_settings.LEASE_SECONDS / 2, 1.0)
     background_loop().submit(_sweep_forever(every))
 
 
 async def _sweep_forever(every: float) -> None:
-    from pai_threads.execution.recovery import Sweeper
-
     sweeper = Sweeper(every)
     while True:
         try:

@@ -55,6 +55,7 @@ from pai_threads.store.fenced_writes import (
     update_parts,
     write_step,
 )
+from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetadata
 from pai_threads.store.run_facts import RunFacts
 from pai_threads.store.sql import (
     fence,
@@ -482,15 +483,11 @@ class ORMThreadStore:
     ) -> None:
         await _db(self.finish_run_sync, lease, outcome, discard_open_step=discard_open_step)
 
-    # -- the lifecycle facade (pai_agents.engine.hooks.LifecycleStore); no I/O until used --
+    # -- the lifecycle facade (pai_agents.engine.facades.LifecycleStore); no I/O until used --
 
     def lifecycle_thread(self, lease: Lease, *, resolver: bool = False, schemas: Any = None) -> Any:
-        from pai_threads.store.lifecycle_backend import ORMLifecycleThread
-
         return ORMLifecycleThread(lease, resolver=resolver, schemas=schemas)
 
     def lifecycle_run_metadata(self, lease: Lease, *, schemas: Any = None) -> tuple[Any, Any]:
-        from pai_threads.store.lifecycle_backend import ORMRunMetadata
-
         run = schemas.run if schemas is not None else None
         return ORMRunMetadata(lease, "private", run), ORMRunMetadata(lease, "public", run)
