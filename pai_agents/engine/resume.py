@@ -53,10 +53,10 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
             and pai.get("source") in (None, "client", "manual")
         ):
             # A client-submitted or manually fulfilled result: validated (LC-142), then
-            # after_tool_result with its source (LC-137, LC-138). Republished only when
-            # validation changed it or a tool hook sees it.
+            # after_tool_result with its source (LC-137, LC-138). Without a tool hook, a
+            # valid result stays as submitted; one that fails validation becomes an error.
             result = _client_result(part, tool, pai.get("source") or "client")
-            if state.phases & TOOL_PHASES or _changes(part, result):
+            if state.phases & TOOL_PHASES or _rejected(part, result):
                 chunks.append(result)
                 answered[str(part.get("toolCallId"))] = part
     await _load_suspensions(state, message, answered)
@@ -223,8 +223,6 @@ def _client_result(
     }
 
 
-def _changes(part: Mapping[str, Any], result: UIMessageChunk) -> bool:
-    """Whether validating a submitted result changed it (else nobody needs to see it)."""
-    if result["type"] == "tool-output-available":
-        return part.get("state") != "output-available" or part.get("output") != result["output"]
-    return part.get("state") != "output-error" or part.get("errorText") != result.get("errorText")
+def _rejected(part: Mapping[str, Any], result: UIMessageChunk) -> bool:
+    """Whether validation turned a submitted output into an error."""
+    return part.get("state") == "output-available" and result["type"] == "tool-output-error"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from pai_agents import RunEngine, ScriptedStep
 from pai_agents.lifecycle import (
     AgentLifecycle,
@@ -193,6 +195,50 @@ async def test_lc_142_client_results_are_validated_then_after_tool_result() -> N
     assert [(a.result.source, a.result.output) for a in rec.after] == [("client", {"color": "red"})]
     assert _tool_parts(h)[0]["output"] == {"color": "blue"}
     assert "blue" in str(h.model.requests[1].messages)
+
+
+@pytest.mark.parametrize(
+    ("submitted", "state"),
+    [({"color": "red"}, "output-available"), ({"color": ["not", "a", "string"]}, "output-error")],
+    ids=["valid-kept-as-submitted", "invalid-becomes-an-error"],
+)
+async def test_lc_142_a_plain_agent_validates_client_results_too(
+    submitted: dict[str, Any], state: str
+) -> None:
+    """LC-142 without a lifecycle (one run loop): a valid client result stays as submitted
+    (not re-serialized, not republished); one that fails the tool's output schema becomes a
+    model-visible error of source client."""
+    from pydantic import BaseModel
+
+    from pai_agents import tool
+    from pai_agents.engine.memory import InMemoryThreadStore
+
+    class Pick(BaseModel):
+        color: str = ""
+        shade: str | None = None
+
+    picker = tool("picker", input=Pick, output=Pick)
+    h = harness(
+        [ScriptedStep.call("picker", {}, id="p1"), ScriptedStep.reply("thanks")],
+        tools=[picker],
+    )
+    assert h.agent.lifecycle is None
+    assert (await h.run()).status == "waiting"
+    store: InMemoryThreadStore = h.store
+    for stored in store.messages:
+        for part in stored.message["parts"]:
+            if part.get("toolCallId") == "p1":
+                part.update(state="output-available", output=submitted)
+    store.actions[(h.run_id, "p1")]["status"] = "submitted"
+    store.runs[h.run_id].status = "queued"
+    assert (await h.run()).status == "completed"
+    [part] = _tool_parts(h)
+    assert part["state"] == state
+    if state == "output-available":
+        assert part["output"] == submitted  # no "shade": None added
+    else:
+        assert part["errorText"].startswith("Invalid result for tool picker")
+        assert part["toolMetadata"]["pai"]["source"] == "client"
 
 
 async def test_lc_143_lc_149_after_step_input_and_frozen_message() -> None:
