@@ -1,0 +1,34 @@
+"""The message table's indexes after the migrations: MF-043's partial unique index stands,
+and no plain index duplicates the leading column of ``pai_msg_thread_position``."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from pai_threads.models import Message
+
+pytestmark = pytest.mark.django_db
+
+
+def _indexes() -> dict[str, dict[str, object]]:
+    with connection.cursor() as cursor:
+        return connection.introspection.get_constraints(cursor, Message._meta.db_table)
+
+
+def test_mf_043_the_one_open_message_index_survives_the_index_pruning() -> None:
+    indexes = _indexes()
+    assert indexes["pai_one_open_message"]["unique"] is True
+    assert indexes["pai_one_open_message"]["columns"] == ["thread_id"]
+
+
+def test_no_plain_index_repeats_the_thread_position_index() -> None:
+    """Every message write maintains each index (WAL): ``(thread_id)`` alone is covered by
+    ``pai_msg_thread_position (thread_id, id)``."""
+    plain = [
+        name
+        for name, info in _indexes().items()
+        if info["columns"] == ["thread_id"] and info["index"] and not info["unique"]
+    ]
+    assert plain == []
+    assert _indexes()["pai_msg_thread_position"]["columns"] == ["thread_id", "id"]
