@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pai_agents.engine.generation import Generation, publish_finished, publish_status
+from pai_agents.engine.generation import (
+    Generation,
+    publish_finished,
+    publish_generation_finished,
+    publish_status,
+)
 from pai_agents.engine.run_state import RunState
 from pai_agents.engine.runtime_errors import log_run_failure, report_runtime_error
 from pai_agents.engine.step_stream import StepTranslator
@@ -21,6 +26,7 @@ __all__ = [
     "abandon_step",
     "commit_last_step",
     "end_dropping_open",
+    "end_tool_results",
     "fail_run",
     "finish_run",
     "finished",
@@ -50,6 +56,25 @@ async def commit_last_step(
         replace_open=replace_open,
     )
     await finished(state, generation.message, outcome)
+
+
+async def end_tool_results(
+    state: RunState, generation: Generation, *, last_step: bool
+) -> RunOutcome | None:
+    """A message's tool results are in: store it, ending the run when it was cancelled or
+    ``last_step`` holds (the step budget is spent, or a hook completed it); otherwise the
+    generation ends and the loop goes on. ``state.history`` is the caller's to update."""
+    outcome: RunOutcome | None = None
+    if state.signal.aborted:
+        outcome = RunOutcome(status="cancelled", usage=state.usage)
+    elif last_step:
+        outcome = RunOutcome(status="completed", usage=state.usage)
+    await state.store.update_message(state.lease, message=generation.message, outcome=outcome)
+    if outcome is not None:
+        await finished(state, generation.message, outcome)
+    else:
+        await publish_generation_finished(state.sink, state.claim, generation.message)
+    return outcome
 
 
 async def finish_run(state: RunState, outcome: RunOutcome) -> RunOutcome:

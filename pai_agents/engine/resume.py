@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pai_agents.engine.endings import finished
-from pai_agents.engine.generation import Generation, publish_generation_finished
+from pai_agents.engine.endings import end_tool_results
+from pai_agents.engine.generation import Generation
 from pai_agents.engine.run_state import TOOL_PHASES, RunState
 from pai_agents.engine.step_stream import PendingCall
 from pai_agents.engine.store import RunOutcome
@@ -143,19 +143,11 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
         ]
     )
     await generation.emit({"type": "finish-step"}, {"type": "finish", "finishReason": "tool-calls"})
-    outcome: RunOutcome | None = None
-    if state.signal.aborted:
-        outcome = RunOutcome(status="cancelled", usage=state.usage)
-    elif claim.step_count >= state.episode.max_steps:
-        outcome = RunOutcome(status="completed", usage=state.usage)
-    await state.store.update_message(claim.lease, message=generation.message, outcome=outcome)
     state.history[:] = [m for m in state.history if m["id"] != message["id"]]
     state.history.append(generation.message)
-    if outcome is not None:
-        await finished(state, generation.message, outcome)
-        return outcome
-    await publish_generation_finished(state.sink, claim, generation.message)
-    return None
+    return await end_tool_results(
+        state, generation, last_step=claim.step_count >= state.episode.max_steps
+    )
 
 
 async def _load_suspensions(

@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
-from pai_agents.engine.endings import finished
-from pai_agents.engine.generation import Generation, end_chunks, publish_generation_finished
+from pai_agents.engine.endings import end_tool_results, finished
+from pai_agents.engine.generation import Generation, end_chunks
 from pai_agents.engine.run_state import RunState
 from pai_agents.engine.step_stream import PendingCall, StepTranslator
 from pai_agents.engine.store import RunOutcome, StepRecord
@@ -39,7 +39,7 @@ async def finish_tool_step(
     request: ModelStepRequest,
 ) -> RunOutcome | None:
     """Commit the step with its calls, run them, and end the step (see the module doc)."""
-    claim, lease = state.claim, state.lease
+    lease = state.lease
     decided: list[tuple[UIMessageChunk, PendingCall]] = []
     calls: list[PendingCall] = []
     for pending_call in translator.calls:
@@ -81,20 +81,12 @@ async def finish_tool_step(
         ]
         await generation.emit(*cancelled)
     await generation.emit(*end_chunks("tool-calls"))
-    outcome: RunOutcome | None = None
-    if state.signal.aborted:
-        outcome = RunOutcome(status="cancelled", usage=state.usage)
-    elif isinstance(after, Complete) or step.index + 1 >= state.episode.max_steps:
-        outcome = RunOutcome(status="completed", usage=state.usage)  # LC-147
-    await state.store.update_message(lease, message=generation.message, outcome=outcome)
     state.history.append(generation.message)
-    if outcome is not None:
-        await finished(state, generation.message, outcome)
-        return outcome
-    if isinstance(after, NextStep):
+    last_step = isinstance(after, Complete) or step.index + 1 >= state.episode.max_steps
+    outcome = await end_tool_results(state, generation, last_step=last_step)  # LC-147
+    if outcome is None and isinstance(after, NextStep):
         state.episode.overlay.apply(after.patch)
-    await publish_generation_finished(state.sink, claim, generation.message)
-    return None
+    return outcome
 
 
 async def after_step(
