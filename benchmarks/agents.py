@@ -9,6 +9,10 @@ belongs to the scripted model, not to the runtime being measured.
 
 ``stream_agent`` (W4, W5) streams paced deltas, each carrying the time it was due and the
 time the model yielded it (:class:`StampedModel`).
+
+``w1_lifecycle_agent`` (W1L) is ``w1_agent`` with :class:`NoOpLifecycle`, every phase
+overridden and changing nothing; ``ttft_agent`` (TTFT) answers with one delta carrying the
+time its model was asked (:class:`FirstTokenModel`).
 """
 
 from __future__ import annotations
@@ -16,24 +20,47 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from pydantic import BaseModel
 
 from pai_agents import ModelRequest, ScriptedModel, ScriptedStep, define_agent, tool
 from pai_agents.abort import Aborted, AbortSignal
-from pai_agents.models.base import StepStreamPart
+from pai_agents.lifecycle import (
+    AfterStepInput,
+    AfterToolResultInput,
+    AgentLifecycle,
+    BeforeToolCallInput,
+    HistoryRewrittenInput,
+    PrepareHistoryRewriteInput,
+    PrepareModelStepInput,
+    PrepareRunInput,
+    ResolveModelContextInput,
+    RunFinishedInput,
+    TransformStepStreamInput,
+)
+from pai_agents.lifecycle.hooks import ContextNext, ModelCallNext
+from pai_agents.lifecycle.inputs import StepStream
+from pai_agents.lifecycle.request import ModelStepRequest
+from pai_agents.lifecycle.streams import ModelStepStreamResult
+from pai_agents.models.base import ModelMessage, StepStreamPart
 
 __all__ = [
     "ANSWER_TEXT",
     "DELTAS",
     "DELTA_CHARS",
+    "FIRST_TOKEN",
     "STAMP",
+    "FirstTokenModel",
+    "NoOpLifecycle",
     "StampedModel",
+    "first_token_stamp",
     "lookup",
     "stream_agent",
     "stream_request",
+    "ttft_agent",
     "w1_agent",
+    "w1_lifecycle_agent",
     "w2_agent",
 ]
 
@@ -69,6 +96,58 @@ w1_agent = define_agent(
     instructions="Benchmark agent: look it up, then answer.",
     model=ScriptedModel(respond=_tool_round_trip, model_name="bench-w1", record_requests=False),
     tools=[lookup],
+)
+
+
+class NoOpLifecycle(AgentLifecycle):
+    """Every phase of ``PHASES`` overridden, none changing anything: what the hooks
+    themselves cost. ``async def``, so no hook pays a worker-thread hop (a ``def`` hook
+    would, by design: it may block)."""
+
+    async def prepare_run(self, input: PrepareRunInput) -> None:
+        return None
+
+    async def resolve_model_context(
+        self, input: ResolveModelContextInput, next: ContextNext
+    ) -> Sequence[ModelMessage]:
+        return await next()
+
+    async def prepare_model_step(self, input: PrepareModelStepInput) -> None:
+        return None
+
+    async def around_model_call(
+        self, input: ModelStepRequest, next: ModelCallNext
+    ) -> ModelStepStreamResult:
+        return await next()
+
+    async def transform_step_stream(self, input: TransformStepStreamInput) -> StepStream:
+        return input.stream
+
+    async def before_tool_call(self, input: BeforeToolCallInput) -> None:
+        return None
+
+    async def after_tool_result(self, input: AfterToolResultInput) -> None:
+        return None
+
+    async def after_step(self, input: AfterStepInput) -> None:
+        return None
+
+    async def run_finished(self, input: RunFinishedInput) -> None:
+        return None
+
+    async def prepare_history_rewrite(self, input: PrepareHistoryRewriteInput) -> None:
+        return None
+
+    async def history_rewritten(self, input: HistoryRewrittenInput) -> None:
+        return None
+
+
+w1_lifecycle_agent = define_agent(
+    "bench_w1_lifecycle",
+    instructions=w1_agent.instructions,
+    model=ScriptedModel(respond=_tool_round_trip, model_name="bench-w1", record_requests=False),
+    tools=[lookup],
+    lifecycle=NoOpLifecycle(),
 )
 
 w2_agent = define_agent(
@@ -139,4 +218,43 @@ stream_agent = define_agent(
     "bench_stream",
     instructions="Benchmark agent: stream paced, time-stamped deltas.",
     model=StampedModel(),
+)
+
+
+# -- TTFT: when the model was asked -------------------------------------------------------
+
+# The one text delta of :class:`FirstTokenModel`: "<first-token NS>", NS = time.time_ns()
+# when the runtime opened the model's stream.
+FIRST_TOKEN = re.compile(r"<first-token (\d+)>")
+
+
+def first_token_stamp(text: str) -> int | None:
+    """The stamp :class:`FirstTokenModel` wrote into ``text`` (None if there is none)."""
+    match = FIRST_TOKEN.search(text)
+    return int(match.group(1)) if match else None
+
+
+class FirstTokenModel:
+    """Answers at once with one delta: the ``time.time_ns()`` at which its stream was opened,
+    i.e. when a remote provider would have received the request."""
+
+    provider = "scripted"
+    model_id = "bench-ttft"
+
+    async def stream(
+        self, request: ModelRequest, *, signal: AbortSignal | None = None
+    ) -> AsyncIterator[StepStreamPart]:
+        asked = time.time_ns()  # the runtime pulls the first part as soon as it opens the stream
+        yield {"type": "response-metadata", "id": "bench-ttft", "modelId": self.model_id}
+        yield {"type": "text-start", "id": "t"}
+        yield {"type": "text-delta", "id": "t", "delta": f"<first-token {asked}>"}
+        yield {"type": "text-end", "id": "t"}
+        usage = {"inputTokens": 8, "outputTokens": 4, "totalTokens": 12}
+        yield {"type": "finish", "finishReason": "stop", "usage": usage}
+
+
+ttft_agent = define_agent(
+    "bench_ttft",
+    instructions="Benchmark agent: answer with the time the model was asked.",
+    model=FirstTokenModel(),
 )

@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.counting import install
     from benchmarks.database import PostgresProbe, SqliteProbe, quiet_autovacuum
+    from benchmarks.workloads import module_name
     from benchmarks.workloads.common import Bench
 
     counter = install()  # before the first connection, so every connection is wrapped
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             database_url=url,
         )
         for name in selected:
-            module = importlib.import_module(f"benchmarks.workloads.{name.lower()}")
+            module = importlib.import_module(f"benchmarks.workloads.{module_name(name)}")
             t0 = time.perf_counter()
             print(f"bench[{args.vendor}]: {name} ...", file=sys.stderr, flush=True)
             outcome = module.run(bench)

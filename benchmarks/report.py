@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report_latency import render_latency
 from benchmarks.targets import check
 
 __all__ = ["BEGIN", "END", "render", "splice"]
@@ -569,6 +570,7 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
         *_w2(results),
         *_w3(results),
         *_w4_w5(results),
+        *render_latency(results, abbreviate),
         *_notes(results),
     ]
     return "\n".join(lines).rstrip() + "\n"

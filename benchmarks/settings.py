@@ -29,8 +29,10 @@ PAI = {
     **PAI,
     "AGENTS": [
         "benchmarks.agents.w1_agent",
+        "benchmarks.agents.w1_lifecycle_agent",
         "benchmarks.agents.w2_agent",
         "benchmarks.agents.stream_agent",
+        "benchmarks.agents.ttft_agent",
     ],
 }
 

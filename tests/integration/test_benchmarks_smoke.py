@@ -1,6 +1,7 @@
 """The benchmarks never rot: their quick mode runs W1, W2 and W4 on SQLite and writes the doc.
 
 W4 quick starts a real daphne server and streams a few short runs to websocket clients.
+W1L (W1 with every lifecycle phase overridden) and TTFT (five HTTP sends to daphne) run too.
 
 It runs ``python -m benchmarks`` in a subprocess (the benchmarks configure Django themselves,
 on a database of their own), so it needs no database fixture and touches no test database.
@@ -35,7 +36,7 @@ def test_quick_benchmarks_write_the_w1_w2_and_w4_tables(tmp_path: Path) -> None:
             "benchmarks",
             "--quick",
             "--only",
-            "W1,W2,W4",
+            "W1,W2,W4,W1L,TTFT",
             "--db",
             "sqlite",
             "--output",
@@ -75,3 +76,11 @@ def test_quick_benchmarks_write_the_w1_w2_and_w4_tables(tmp_path: Path) -> None:
         row = rf"\| SQLite \| embedded \| {streams} \| {deltas} \| {latency} \|"
         assert re.search(row, text), streams
     assert re.search(r"W4 delivery p99 < 50 ms at 100 streams .*\| \*\*not measured\*\*", text)
+    # W1L: the lifecycle agent's repetitions beside the plain ones, and their ratio.
+    assert "### W1L tool round trip with every lifecycle phase overridden" in text
+    assert re.search(r"\| SQLite \| ratio \| - \| - \| \*\*[\d.]+\*\* \([\d.]+-[\d.]+\) \|", text)
+    # TTFT: a real HTTP send to daphne, its time split at the response, and the verdict.
+    ttft = (
+        r"\| SQLite \| \*\*[\d.]+\*\* / [\d.]+ \| [\d.]+ / [\d.]+ \| -?[\d.]+ / -?[\d.]+ \| \d/5 \|"
+    )
+    assert re.search(ttft, text), text
