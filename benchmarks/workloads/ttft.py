@@ -15,7 +15,10 @@ processes of one machine, so the client compares it with its own stamps:
   claim and the context load. Negative when the executor reached the model before the
   client had read the response (both race in the server process after the commit);
 - *first delta* = delta received on the websocket - model asked (realtime delivery, with the
-  runtime's coalescing window).
+  runtime's coalescing window);
+- *HTTP floor*: an authenticated ``GET /api/pai/threads/{id}`` by the same client just
+  before the send (daphne, Django's middleware, the session, one read): what any API call
+  costs here, so *HTTP* minus it is roughly the send's own share.
 
 Samples run one at a time, each run finished before the next send.
 """
@@ -43,12 +46,13 @@ TERMINAL = frozenset({"completed", "failed", "cancelled", "waiting"})
 @dataclass(frozen=True, kw_only=True)
 class Sample:
     """One send's stamps, ``time.time_ns()`` of the client (sent, response, delivered) and of
-    the server's model (asked)."""
+    the server's model (asked); ``floor``: the ns of the GET just before."""
 
     sent: int
     response: int
     asked: int
     delivered: int
+    floor: int = 0
 
 
 def _ms(values: list[float]) -> dict[str, float]:
@@ -65,6 +69,7 @@ def summarize(samples: list[Sample]) -> dict[str, Any]:
         "split": {
             "http_ms": _ms([(s.response - s.sent) / 1e6 for s in samples]),
             "response_to_model_ms": _ms([(s.asked - s.response) / 1e6 for s in samples]),
+            "http_floor_ms": _ms([s.floor / 1e6 for s in samples]),
         },
         "first_delta_ms": _ms([(s.delivered - s.asked) / 1e6 for s in samples]),
         "model_before_response": sum(s.asked < s.response for s in samples),
@@ -98,6 +103,9 @@ async def _one(browser: Any) -> Sample:
     async with browser.websocket(thread_id) as ws:
         while '"synced"' not in await ws.recv():
             pass
+        floor = time.time_ns()
+        (await browser.api("GET", f"/threads/{thread_id}")).raise_for_status()
+        floor = time.time_ns() - floor
         first: dict[str, int] = {}
         watcher = asyncio.create_task(_watch(ws, first))
         sent = time.time_ns()
@@ -106,7 +114,13 @@ async def _one(browser: Any) -> Sample:
         status = await asyncio.wait_for(watcher, 30)
     if status != "completed" or "asked" not in first:
         raise RuntimeError(f"TTFT: run on {thread_id} ended {status}, first delta {first}")
-    return Sample(sent=sent, response=response, asked=first["asked"], delivered=first["delivered"])
+    return Sample(
+        sent=sent,
+        response=response,
+        asked=first["asked"],
+        delivered=first["delivered"],
+        floor=floor,
+    )
 
 
 async def _measure(server: Serving, warmup: int, sends: int) -> list[Sample]:

@@ -41,17 +41,18 @@ async def test_the_first_token_model_streams_the_time_it_was_asked() -> None:
 
 def test_ttft_is_split_at_the_response_and_a_model_ahead_of_it_is_counted() -> None:
     samples = [
-        Sample(sent=0, response=6 * MS, asked=8 * MS, delivered=18 * MS),
-        Sample(sent=0, response=7 * MS, asked=5 * MS, delivered=12 * MS),  # model first
-        Sample(sent=0, response=9 * MS, asked=12 * MS, delivered=20 * MS),
+        Sample(sent=0, response=6 * MS, asked=8 * MS, delivered=18 * MS, floor=3 * MS),
+        Sample(sent=0, response=7 * MS, asked=5 * MS, delivered=12 * MS, floor=4 * MS),
+        Sample(sent=0, response=9 * MS, asked=12 * MS, delivered=20 * MS, floor=2 * MS),
     ]
     out = summarize(samples)
     assert out["sends"] == 3
     assert (out["median_ms"], out["p95_ms"]) == (8.0, 12.0)
     assert out["split"]["http_ms"] == {"median": 7.0, "p95": 9.0}
     assert out["split"]["response_to_model_ms"] == {"median": 2.0, "p95": 3.0}
+    assert out["split"]["http_floor_ms"] == {"median": 3.0, "p95": 4.0}
     assert out["first_delta_ms"] == {"median": 8.0, "p95": 10.0}
-    assert out["model_before_response"] == 1
+    assert out["model_before_response"] == 1  # the second sample
     assert ttft_verdict({**out, "target_ms": 10.0}) == "met"
     assert ttft_verdict({**out, "target_ms": 5.0}) == "missed by 3.0 ms"
 
