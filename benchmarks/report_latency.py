@@ -73,7 +73,28 @@ def _ttft(results: dict[str, Any]) -> list[str]:
     ]
     header = ["DB", "TTFT added", "HTTP", "response → model", "model before response"]
     header += ["first delta", "HTTP floor"]
-    return [*out, *_rows_table([*header, "target"], rows)]
+    return [*out, *_rows_table([*header, "target"], rows), *_ttft_profiles(present)]
+
+
+def _ttft_profiles(present: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    out: list[str] = []
+    for label, t in present:
+        prof = t.get("profile")
+        if not prof:
+            continue
+        out += [
+            "<details>",
+            f"<summary>TTFT on {label}: the server under py-spy (--gil) during "
+            f"{prof['sends']} sends and their runs (no websocket)</summary>",
+            "",
+            "Samples per thread: "
+            + ", ".join(f"{share}% {name}" for share, name in prof["threads"]),
+            "",
+        ]
+        for kind in ("self", "inclusive"):
+            out += [f"- {kind}: " + ", ".join(f"{n}% `{fn}`" for n, fn in prof[kind])]
+        out += ["", "</details>", ""]
+    return out
 
 
 def _sql_added(

@@ -20,20 +20,25 @@ processes of one machine, so the client compares it with its own stamps:
   before the send (daphne, Django's middleware, the session, one read): what any API call
   costs here, so *HTTP* minus it is roughly the send's own share.
 
-Samples run one at a time, each run finished before the next send.
+Samples run one at a time, each run finished before the next send. With py-spy installed
+(full mode), sends on threads created beforehand, without a websocket, then run for
+:data:`PROFILE_SECONDS` under ``py-spy record --gil`` on the server: where its CPU goes
+during a send and the run it starts (those times are not the ones reported).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from benchmarks.agents import first_token_stamp
 from benchmarks.stats import median, percentile
-from benchmarks.streaming import Serving, serving
+from benchmarks.streaming import Serving, py_spy, serving, start_profile, summarize_profile
 from benchmarks.workloads.common import Bench
 
 __all__ = ["AGENT", "TARGET_MS", "Sample", "run", "summarize"]
@@ -41,6 +46,7 @@ __all__ = ["AGENT", "TARGET_MS", "Sample", "run", "summarize"]
 AGENT = "bench_ttft"
 TARGET_MS = 10.0
 TERMINAL = frozenset({"completed", "failed", "cancelled", "waiting"})
+PROFILE_SECONDS = 6
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,23 +129,65 @@ async def _one(browser: Any) -> Sample:
     )
 
 
-async def _measure(server: Serving, warmup: int, sends: int) -> list[Sample]:
+def _wait_run(run_id: str) -> None:
+    """Poll the run's row from the driver (no request to the server being profiled)."""
+    from django.db import close_old_connections
+
+    from pai_threads.models import Run
+
+    try:
+        while Run.objects.values_list("status", flat=True).get(id=run_id) not in TERMINAL:
+            time.sleep(0.002)
+    finally:
+        close_old_connections()
+
+
+async def _profile_sends(browser: Any, pid: int, directory: Path) -> dict[str, Any] | None:
+    """Sends (each run finished before the next) for PROFILE_SECONDS under py-spy."""
+    threads = [await browser.create_thread(agent=AGENT) for _ in range(PROFILE_SECONDS * 40)]
+    path = directory / "server.txt"
+    spy = start_profile(pid, PROFILE_SECONDS, path)
+    if spy is None:
+        return None
+    await asyncio.sleep(0.5)  # py-spy attaches
+    deadline, sends = time.monotonic() + PROFILE_SECONDS - 0.5, 0
+    for thread_id in threads:
+        if time.monotonic() > deadline:
+            break
+        run_id = (await browser.send(thread_id, "When were you asked?"))["run"]["id"]
+        await asyncio.to_thread(_wait_run, run_id)
+        sends += 1
+    await asyncio.to_thread(spy.wait, PROFILE_SECONDS + 30)
+    profile = summarize_profile(path)
+    return {"sends": sends, **profile} if profile else None
+
+
+async def _measure(
+    server: Serving, warmup: int, sends: int, profile_dir: Path | None
+) -> tuple[list[Sample], dict[str, Any] | None]:
     from tests.support.server import Browser
 
     async with Browser(server.server) as browser:
         for _ in range(warmup):
             await _one(browser)
-        return [await _one(browser) for _ in range(sends)]
+        samples = [await _one(browser) for _ in range(sends)]
+        profile = None
+        if profile_dir is not None:
+            profile = await _profile_sends(browser, server.executor_pid, profile_dir)
+        return samples, profile
 
 
 def run(bench: Bench) -> dict[str, Any]:
     warmup, sends = sizes(bench)
-    with serving(bench, "embedded") as server:
-        samples = bench.loop.run(_measure(server, warmup, sends))
-        server.check_alive()
+    with tempfile.TemporaryDirectory(prefix="pai-bench-ttft-") as tmp:
+        profile_dir = None if bench.quick or py_spy() is None else Path(tmp)
+        with serving(bench, "embedded") as server:
+            samples, profile = bench.loop.run(_measure(server, warmup, sends, profile_dir))
+            server.check_alive()
     return {
         **summarize(samples),
         "warmup": warmup,
         "target_ms": TARGET_MS,
         "arrangement": "embedded",
+        "profile": profile,
     }
