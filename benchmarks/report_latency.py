@@ -87,8 +87,8 @@ def _ttft_profiles(present: list[tuple[str, dict[str, Any]]]) -> list[str]:
             f"<summary>TTFT on {label}: the server under py-spy (--gil) during "
             f"{prof['sends']} sends and their runs (no websocket)</summary>",
             "",
-            "Samples per thread: "
-            + ", ".join(f"{share}% {name}" for share, name in prof["threads"]),
+            f"{prof['samples']} samples (100 Hz, only while a thread holds the GIL); per "
+            "thread: " + ", ".join(f"{share}% {name}" for share, name in prof["threads"]),
             "",
         ]
         for kind in ("self", "inclusive"):
