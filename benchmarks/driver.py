@@ -32,6 +32,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--redis-url", default="")
     parser.add_argument("--only", default="W1,W2,W3,W4,W5")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--repetitions",
+        type=int,
+        default=None,
+        help="repetitions per workload (one round of an interleaved run); default: the workload's",
+    )
     parser.add_argument("--json", type=Path, required=True)
     return parser.parse_args(argv)
 
@@ -103,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         bench = Bench(
             vendor=args.vendor,
             quick=args.quick,
+            repetitions=args.repetitions,
             counter=counter,
             probe=probe,
             loop=loop,

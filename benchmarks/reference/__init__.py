@@ -1,6 +1,8 @@
-"""Reference implementations of the benchmark workloads on other runtimes (issue 6).
+"""The reference runtimes of issue 16 (LangGraph, the OpenAI Agents SDK) and the side-by-side
+comparison with PAI.
 
-``langgraph_w1.py`` is W1 on LangGraph with its PostgreSQL checkpointer. It runs in its own
-virtualenv (``.venv-langgraph``) and imports nothing from this package, so nothing here is
-imported by ``python -m benchmarks``.
+``langgraph_ref`` and ``openai_agents_ref`` run in virtualenvs of their own and import only
+``protocol`` and ``probes`` from here (standard library and psycopg); ``runner`` (creating the
+virtualenvs, running a round), ``compare``, ``merge`` and ``side_by_side`` run in the
+product's. See README.md beside this file.
 """

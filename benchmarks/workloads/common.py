@@ -32,12 +32,18 @@ class Bench:
 
     vendor: str  # "sqlite" | "postgresql"
     quick: bool
+    # Repetitions per workload when the CLI runs one round of several (None: the workload's
+    # own number); workloads that repeat read it through :meth:`reps`.
+    repetitions: int | None = None
     counter: QueryCounter
     probe: Probe
     loop: asyncio.Runner
     redis_url: str | None = None
     database_url: str = ""
     notes: list[str] = field(default_factory=list)
+
+    def reps(self, default: int) -> int:
+        return default if self.repetitions is None else self.repetitions
 
     @property
     def identity(self) -> Any:

@@ -22,7 +22,7 @@ MODEL_STEPS = 2
 
 def sizes(bench: Bench) -> tuple[int, int, int]:
     """(warm-up runs, measured runs per repetition, repetitions)."""
-    return (1, 5, 3) if bench.quick else (20, 200, 3)
+    return (1, 5, 3) if bench.quick else (20, 200, bench.reps(3))
 
 
 def engine_only(bench: Bench, runs: int, agent: str = AGENT) -> dict[str, float]:

@@ -28,7 +28,7 @@ TIMEOUT = 120.0
 
 def _sizes(bench: Bench) -> tuple[int, int]:
     """(concurrent runs, repetitions)."""
-    return (5, 1) if bench.quick else (50, 3)
+    return (5, 1) if bench.quick else (50, bench.reps(3))
 
 
 def _in_process(bench: Bench, concurrent: int, reps: int) -> dict[str, Any]:

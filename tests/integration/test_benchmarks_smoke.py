@@ -2,6 +2,9 @@
 
 W4 quick starts a real daphne server and streams a few short runs to websocket clients.
 W1L (W1 with every lifecycle phase overridden) and TTFT (five HTTP sends to daphne) run too.
+With ``--no-reference``: the suite never installs or runs the LangGraph / OpenAI Agents
+references (their logic is unit-tested on recorded results in
+tests/unit/test_benchmark_reference.py).
 
 It runs ``python -m benchmarks`` in a subprocess (the benchmarks configure Django themselves,
 on a database of their own), so it needs no database fixture and touches no test database.
@@ -35,6 +38,7 @@ def test_quick_benchmarks_write_the_w1_w2_and_w4_tables(tmp_path: Path) -> None:
             "-m",
             "benchmarks",
             "--quick",
+            "--no-reference",
             "--only",
             "W1,W2,W4,W1L,TTFT",
             "--db",
@@ -76,6 +80,9 @@ def test_quick_benchmarks_write_the_w1_w2_and_w4_tables(tmp_path: Path) -> None:
         row = rf"\| SQLite \| embedded \| {streams} \| {deltas} \| {latency} \|"
         assert re.search(row, text), streams
     assert re.search(r"W4 delivery p99 < 50 ms at 100 streams .*\| \*\*not measured\*\*", text)
+    # --no-reference: no LangGraph / OpenAI Agents rounds, so no ratios (and no virtualenvs).
+    assert "### Side by side" not in text
+    assert re.search(r"W1 median <= 0.7x LangGraph's.* \| \*\*not measured\*\*", text)
     # W1L: the lifecycle agent's repetitions beside the plain ones, and their ratio.
     assert "### W1L tool round trip with every lifecycle phase overridden" in text
     assert re.search(r"\| SQLite \| ratio \| - \| - \| \*\*[\d.]+\*\* \([\d.]+-[\d.]+\) \|", text)
