@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks.reference.side_by_side import render_side_by_side
 from benchmarks.report_latency import render_latency
 from benchmarks.targets import check
 
@@ -554,7 +555,7 @@ def _w4_w5(results: dict[str, Any]) -> list[str]:
 
 def _targets(results: dict[str, Any]) -> list[str]:
     rows = [[v.target, v.measured, f"**{v.status}**"] for v in check(results)]
-    return ["### Targets (issue 6)", "", *_table(["target", "measured", "status"], rows)]
+    return ["### Targets (issue 16)", "", *_table(["target", "measured", "status"], rows)]
 
 
 def _notes(results: dict[str, Any]) -> list[str]:
@@ -566,6 +567,7 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [
         *_header(meta, results),
         *_targets(results),
+        *render_side_by_side(results),
         *_w1(results),
         *_w2(results),
         *_w3(results),
