@@ -70,6 +70,10 @@ DEFAULTS: dict[str, Any] = {
     # Dotted path to a pai_agents.files.FileProvider class, instantiated per run without
     # arguments: expands stored references into model input (None drops them).
     "FILE_PROVIDER": "pai_threads.execution.file_provider.StorageFileProvider",
+    # Threads that run the ORM store's calls for this process's runs, each keeping its
+    # database connection open between calls (pai_threads.store.db): at most this many store
+    # calls at once, and this many connections held.
+    "STORE_THREADS": 4,
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,

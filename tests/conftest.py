@@ -94,6 +94,9 @@ def _close_stray_database_sessions(django_db_setup: None, django_db_blocker: Any
     yield
     from django.db import connection
 
+    from pai_threads.store.db import close_store_connections
+
+    close_store_connections()
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:

@@ -16,13 +16,14 @@ from pai_agents.abort import AbortSignal
 from pai_agents.engine.events import EventSink
 from pai_agents.engine.runner import RunEngine
 from pai_agents.engine.store import LeaseLost, RunNotFound, RunOutcome
+from pai_agents.lifecycle.hooks import overridden_phases
 from pai_threads.conf import pai_settings
 from pai_threads.execution import cancellation, registry, titles
 from pai_threads.execution.file_provider import file_provider
 from pai_threads.realtime import RealtimePublisher, TeeSink
 from pai_threads.store.thread_store import ORMThreadStore
 
-__all__ = ["aexecute_run", "worker_name"]
+__all__ = ["aexecute_run", "context_follows_claim", "worker_name"]
 
 logger = logging.getLogger("pai.execute")
 
@@ -30,6 +31,17 @@ logger = logging.getLogger("pai.execute")
 def worker_name() -> str:
     """Identifies the lease owner in the admin and logs: host, process and thread."""
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+def context_follows_claim(agent_name: str) -> bool:
+    """Whether the engine reads the thread's context right after the claim: yes unless the
+    agent's ``prepare_run`` runs in between (a hook may write the thread). Then the store
+    reads it in the claim's own thread hop."""
+    try:
+        agent = registry.get_agent(agent_name)
+    except Exception:
+        return False  # the engine reports an unknown agent itself
+    return agent.lifecycle is None or "prepare_run" not in overridden_phases(agent.lifecycle)
 
 
 async def aexecute_run(
@@ -40,7 +52,7 @@ async def aexecute_run(
     Events always go to the thread's realtime subscribers; a given ``sink`` (``pai_chat``)
     receives the same events first.
     """
-    store = ORMThreadStore()
+    store = ORMThreadStore(context_on_claim=context_follows_claim)
     try:
         claim = await store.claim_run(
             run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS

@@ -1,32 +1,193 @@
 """Running sync ORM code from async runtime code (executor loops, not requests).
 
-Worker threads are not requests, so nothing else would close their connections. Two
-endings: :func:`run_db` ends each call like a request does (``close_old_connections``,
-which honours CONN_MAX_AGE and connection pooling), for loops that live as long as the
-process; :func:`run_db_closing` closes the thread's connection outright, for short-lived
-loops (one per dispatched job) whose kept connection would outlive its thread.
+The store's calls run on :class:`StoreThreads`: a few process-wide threads that keep their
+database connection from one call to the next, like a worker process does. Reconnecting per
+call (what ``close_old_connections`` does with the default ``CONN_MAX_AGE = 0``) cost a run
+more than its SQL did (docs/benchmarks.md, W1). A connection the server ended while it was
+idle (a database restart) is replaced before the next call uses it; one that a call left
+unusable is closed after that call.
+
+:func:`run_db_closing` closes the thread's connection outright, for short-lived loops (one
+per dispatched job) whose kept connection would outlive its thread; :func:`run_user_sync`
+runs user code like a request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import queue
+import select
+import threading
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection, connections
 
-__all__ = ["run_db", "run_db_closing", "run_user_sync"]
+from pai_threads.conf import pai_settings
+
+__all__ = [
+    "StoreThreads",
+    "close_store_connections",
+    "run_db",
+    "run_db_closing",
+    "run_user_sync",
+    "store_threads",
+    "swap_store_threads",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
+_Job = tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None
 
-def _close_old_after(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        close_old_connections()
+
+def _drop_cut_connections() -> None:
+    """Before a call: close a kept connection whose server ended it meanwhile.
+
+    A server that shuts down or terminates a session first sends it an error and closes the
+    socket, so an idle connection that has something to read is dead: one ``select`` with no
+    wait finds that out, without the round trip of a health check, and the call runs on a
+    new connection instead of failing on the old one (a database restart then costs no
+    failed call, as with a pool that checks connections)."""
+    for conn in connections.all(initialized_only=True):
+        raw = conn.connection
+        pgconn = getattr(raw, "pgconn", None)  # psycopg 3; SQLite has no server to lose
+        if pgconn is None:
+            continue
+        try:
+            readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        except Exception:
+            readable = [True]  # no socket any more
+        if readable:
+            conn.close()
+
+
+def _settle_connections(failed: BaseException | None) -> None:
+    """After a call: keep each open connection unless the call left it unusable."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None:
+            continue
+        if conn.in_atomic_block:
+            # A call must never leave a transaction open (a bug); never reuse one that did:
+            # close it (the server rolls back) and let the next call start a new wrapper.
+            conn.close()
+            del connections[conn.alias]
+        elif isinstance(failed, DatabaseError) and not conn.is_usable():
+            conn.close()
+        elif conn.errors_occurred:
+            if conn.is_usable():
+                conn.errors_occurred = False
+            else:
+                conn.close()
+        elif conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"]:
+            conn.close()
+
+
+def _resolve(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+class StoreThreads:
+    """A fixed set of threads that run store calls and keep their connections.
+
+    One shared queue, so an idle thread takes the next call; ``size`` bounds how many store
+    calls of this process run at once (and how many connections it holds)."""
+
+    def __init__(self, size: int, *, name: str = "pai-store") -> None:
+        if size < 1:
+            raise ValueError("StoreThreads needs at least one thread")
+        self.size = size
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+            for i in range(size)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                connections.close_all()
+                return
+            loop, future, call = job
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                _drop_cut_connections()
+                result = call()
+            except BaseException as exc:  # handed to the awaiting coroutine
+                error = exc
+            try:
+                _settle_connections(error)
+            except Exception:  # never lose the call's own outcome to the cleanup
+                connection.close()
+            # A loop that closed while the call ran has nobody awaiting it any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve, future, result, error)
+
+    async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        context = contextvars.copy_context()
+        self._jobs.put((loop, future, lambda: context.run(fn, *args, **kwargs)))
+        return await future
+
+    def stop(self) -> None:
+        """Close every thread's connections and end the threads (waits for running calls)."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
+_lock = threading.Lock()
+_threads: StoreThreads | None = None
+
+
+def store_threads() -> StoreThreads:
+    """The process's store threads, started on first use (``PAI["STORE_THREADS"]`` of them)."""
+    global _threads
+    with _lock:
+        if _threads is None:
+            _threads = StoreThreads(int(pai_settings.STORE_THREADS))
+        return _threads
+
+
+def swap_store_threads(threads: StoreThreads | None) -> StoreThreads | None:
+    """Make ``threads`` the process's store threads (None: start anew on the next call);
+    returns the previous ones, still running. For measurements that count a run's SQL on
+    threads of their own (tests/support/query_budget.py)."""
+    global _threads
+    with _lock:
+        previous, _threads = _threads, threads
+    return previous
+
+
+def close_store_connections() -> None:
+    """Close the store threads' connections (they start again on the next store call).
+
+    For whoever must see no connection left open: a test database about to be dropped, a
+    process handing its database over. Nothing needs it at exit (the threads are daemons)."""
+    global _threads
+    with _lock:
+        threads, _threads = _threads, None
+    if threads is not None:
+        threads.stop()
+
+
+async def run_db(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run ``fn`` on a store thread, whose connection stays open for the next call."""
+    return await store_threads().run(fn, *args, **kwargs)
 
 
 def _close_after(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -34,11 +195,6 @@ def _close_after(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         return fn(*args, **kwargs)
     finally:
         connection.close()
-
-
-async def run_db(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """Run ``fn`` in a worker thread, ending like a request (connections closed or pooled)."""
-    return await sync_to_async(_close_old_after, thread_sensitive=False)(fn, *args, **kwargs)
 
 
 async def run_db_closing(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -12,7 +12,7 @@ The statements are in :mod:`pai_threads.store.fenced_writes` (the hot path's bud
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
@@ -40,6 +40,7 @@ from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
 from pai_threads.models import Message, PendingAction, QueueItem, Step
 from pai_threads.store.admission import lock_thread
+from pai_threads.store.claims import claimed_run, lease_of
 from pai_threads.store.db import run_db as _db
 from pai_threads.store.fenced_writes import (
     Fenced,
@@ -73,10 +74,17 @@ class ORMThreadStore:
 
     One instance serves one execution (or a test's few); :attr:`facts` holds what its
     writes returned, for the execution's realtime publisher.
+
+    ``context_on_claim(agent_name)`` says whether the engine's next store call after the
+    claim is :meth:`load_context` (true unless a hook runs in between, which may write the
+    thread): then the claim reads the context in the same thread hop, and the first
+    ``load_context`` returns it without a hop. Any other call drops it unread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, context_on_claim: Callable[[str], bool] | None = None) -> None:
         self.facts = RunFacts()
+        self._context_on_claim = context_on_claim
+        self._claimed_context: dict[str, list[UIMessage]] = {}
         # Step messages this store inserted and never suspended on: no suspension episode
         # can name them, so their projection needs no join query.
         self._unsuspended: set[str] = set()
@@ -100,47 +108,10 @@ class ORMThreadStore:
         self.facts.run_written(run)
         self.facts.queue_observed(run.id, queued)
         self.facts.inputs_read(run.id, inputs)
-        last: Message | None = None
-        executing: frozenset[str] = frozenset()
-        if run.step_count or run.attempt > 1:
-            # Resume or recovery: what the previous episode left behind.
-            last = (
-                Message.objects.filter(run_id=run.id, step_index__isnull=False)
-                .only("message_id", "role", "parts", "status")
-                .order_by("-step_index")
-                .first()
-            )
-            executing = frozenset(
-                PendingAction.objects.filter(
-                    run_id=run.id, status=PendingAction.Status.EXECUTING
-                ).values_list("tool_call_id", flat=True)
-            )
-        return ClaimedRun(
-            lease=Lease(
-                run_id=run.id,
-                owner=owner,
-                token=run.lease_token,
-                thread_id=run.thread_id,
-                scope_key=run.scope_key,
-            ),
-            thread_id=run.thread_id,
-            agent_name=run.agent_name,
-            scope_key=run.scope_key,
-            identity=run.identity,
-            client_data=run.client_data,
-            initiator=run.initiator,
-            step_count=run.step_count,
-            attempt=run.attempt,
-            usage=run.usage,
-            last_message=(
-                UIMessage(id=last.message_id, role=cast(MessageRole, last.role), parts=last.parts)
-                if last
-                else None
-            ),
-            last_message_open=bool(last and last.status == Message.Status.OPEN),
-            executing_tool_calls=executing,
-            started_at=run.started_at,
-        )
+        lease = lease_of(run, owner)
+        if self._context_on_claim is not None and self._context_on_claim(run.agent_name):
+            self._claimed_context[run.id] = self.load_context_sync(lease)
+        return claimed_run(run, lease)
 
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
         # One statement: the fencing UPDATE returns the cancel request and the queue.
@@ -425,6 +396,10 @@ class ORMThreadStore:
 
     # -- the async protocol --
 
+    def _drop_claimed_context(self, lease: Lease) -> None:
+        """Another call came first: the context read with the claim may be stale now."""
+        self._claimed_context.pop(lease.run_id, None)
+
     async def claim_run(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
         return await _db(self.claim_run_sync, run_id, owner=owner, lease_seconds=lease_seconds)
 
@@ -434,22 +409,29 @@ class ORMThreadStore:
     async def checkpoint_message(
         self, lease: Lease, *, message: UIMessage, step_index: int
     ) -> None:
+        self._drop_claimed_context(lease)
         await _db(self.checkpoint_message_sync, lease, message=message, step_index=step_index)
 
     async def suspend(
         self, lease: Lease, *, message: UIMessage, actions: Sequence[ActionRequest], usage: Usage
     ) -> None:
+        self._drop_claimed_context(lease)
         await _db(self.suspend_sync, lease, message=message, actions=actions, usage=usage)
 
     async def begin_actions(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
+        self._drop_claimed_context(lease)
         await _db(self.begin_actions_sync, lease, tool_call_ids=tool_call_ids)
 
     async def load_context(self, lease: Lease) -> list[UIMessage]:
+        claimed = self._claimed_context.pop(lease.run_id, None)
+        if claimed is not None:
+            return claimed
         return await _db(self.load_context_sync, lease)
 
     async def suspend_history(
         self, lease: Lease, *, tool_call_ids: Collection[str]
     ) -> dict[str, list[SuspensionEpisode]]:
+        self._drop_claimed_context(lease)
         return await _db(self.suspend_history_sync, lease, tool_call_ids=tool_call_ids)
 
     async def commit_step(
@@ -461,6 +443,7 @@ class ORMThreadStore:
         outcome: RunOutcome | None = None,
         replace_open: bool = False,
     ) -> None:
+        self._drop_claimed_context(lease)
         await _db(
             self.commit_step_sync,
             lease,
@@ -473,14 +456,19 @@ class ORMThreadStore:
     async def update_message(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None
     ) -> None:
+        self._drop_claimed_context(lease)
         await _db(self.update_message_sync, lease, message=message, outcome=outcome)
 
     async def take_steering(self, lease: Lease) -> list[UIMessage]:
+        self._drop_claimed_context(lease)
+        if self.facts.queue_empty(lease.run_id):
+            return []  # known without the database: no thread hop either
         return await _db(self.take_steering_sync, lease)
 
     async def finish_run(
         self, lease: Lease, outcome: RunOutcome, *, discard_open_step: int | None = None
     ) -> None:
+        self._drop_claimed_context(lease)
         await _db(self.finish_run_sync, lease, outcome, discard_open_step=discard_open_step)
 
     # -- the lifecycle facade (pai_agents.engine.facades.LifecycleStore); no I/O until used --

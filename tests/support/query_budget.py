@@ -1,9 +1,9 @@
 """Counting a run's SQL like the benchmark does, on this test's threads only.
 
 Every statement Django sends is counted, BEGIN and COMMIT added back (as pg_stat_statements
-counts them), on the test's main thread and on the worker threads of the run's own event
-loop (named :data:`WORKERS`), so a sweeper or another test's background loop in the same
-process never pollutes the count. The same counting as
+counts them), on the test's main thread, on the measurement's own store threads and on the
+worker threads of the run's own event loop (both named :data:`WORKERS`), so a sweeper or
+another test's background loop in the same process never pollutes the count. The same counting as
 tests/integration/test_query_budget.py, public so the lifecycle budget
 (tests/integration/test_query_budget_lifecycle.py) measures exactly the same way.
 """
@@ -32,6 +32,7 @@ from pai_threads import services
 from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Run
+from pai_threads.store.db import StoreThreads, swap_store_threads
 
 __all__ = [
     "WORKERS",
@@ -86,9 +87,14 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[BudgetCounter]:
     monkeypatch.setattr(BaseDatabaseWrapper, "rollback", counted_rollback)
     connection_created.connect(counter.on_connection_created, weak=False)
     connection.execute_wrappers.append(counter)  # the test thread's connection exists already
+    # Store threads of this measurement: their connections open (and get the counter) now.
+    threads = StoreThreads(4, name=WORKERS)
+    previous = swap_store_threads(threads)
     try:
         yield counter
     finally:
+        swap_store_threads(previous)
+        threads.stop()
         connection.execute_wrappers.remove(counter)
         connection_created.disconnect(counter.on_connection_created)
 
