@@ -38,9 +38,10 @@ from pai_threads.models import Message, Run, Step
 from pai_threads.store.admission import admit_next, lock_thread
 from pai_threads.store.sql import (
     MESSAGE_COLUMNS,
+    column_of,
     convert,
+    fenced_update_sql,
     held_exists_sql,
-    held_runs,
     input_messages,
     input_messages_sql,
     insert_sql,
@@ -103,7 +104,7 @@ class Fenced:
 
 
 def run_column(name: str) -> str:
-    return f"{qn(_RUN_TABLE)}.{qn(name)}"
+    return column_of(_RUN_TABLE, name)
 
 
 def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[str, list[Any]]:
@@ -112,7 +113,7 @@ def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[s
     In the transaction that ends a run the thread lock is taken by an earlier statement, so
     this statement's snapshot already holds every queued input a send could have added.
     """
-    sql, params = update_sql(held_runs(lease), changes or {"lease_token": F("lease_token")})
+    sql, params = fenced_update_sql(lease, changes)
     queued, queued_params = queued_sql(run_column("thread_id"))
     columns = [returning_sql(_RUN_FIELDS, _RUN_TABLE), queued]
     params += queued_params

@@ -16,11 +16,12 @@ Returned values go through the fields' database converters, exactly as a SELECT'
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, cast
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import F, Field, Model, Q, QuerySet
 from django.db.models.sql import InsertQuery, UpdateQuery
 from django.utils import timezone
@@ -33,8 +34,10 @@ from pai_threads.models import Message, PendingAction, QueueItem, Run
 __all__ = [
     "MESSAGE_COLUMNS",
     "ReturnedRow",
+    "column_of",
     "convert",
     "fence",
+    "fenced_update_sql",
     "held_exists_sql",
     "held_runs",
     "input_messages",
@@ -96,14 +99,61 @@ def fence(lease: LeaseLike, **changes: Any) -> None:
         raise LeaseLost(lease.run_id)
 
 
+def _lease_params(lease: LeaseLike) -> list[Any]:
+    return [lease.run_id, lease.token, Run.Status.RUNNING.value]
+
+
+@cache
+def _held_where(vendor: str) -> str:
+    """:func:`lease_held` as the SQL the ORM compiles it to (tests compare the two)."""
+    table = qn(Run._meta.db_table)
+    return (
+        f"({table}.{qn('id')} = %s AND {table}.{qn('lease_token')} = %s "
+        f"AND {table}.{qn('status')} = %s)"
+    )
+
+
+@cache
+def _held_exists(vendor: str) -> str:
+    table = qn(Run._meta.db_table)
+    sql = f"SELECT {table}.{qn('id')} AS {qn('pk')} FROM {table} WHERE {_held_where(vendor)}"  # noqa: S608
+    if connection.features.has_select_for_update:
+        sql += " " + connection.ops.for_update_sql(no_key=True)
+    return f"EXISTS ({sql})"
+
+
 def held_exists_sql(lease: LeaseLike) -> tuple[str, list[Any]]:
     """``EXISTS`` the run row held by ``lease``, locking it as a fencing UPDATE does (until
     the statement's commit). SQLite locks the whole database for any write: no lock clause."""
-    query = held_runs(lease).order_by().values("pk").query
-    sql, params = query.get_compiler(connection=connection).as_sql()
-    if connection.features.has_select_for_update:
-        sql += " " + connection.ops.for_update_sql(no_key=True)
-    return f"EXISTS ({sql})", list(params)
+    return _held_exists(connection.vendor), _lease_params(lease)
+
+
+@cache
+def _fenced_update(vendor: str, shape: tuple[tuple[str, bool], ...]) -> str:
+    table = qn(Run._meta.db_table)
+    if shape:
+        sets = ", ".join(f"{qn(name)} = {'NULL' if null else '%s'}" for name, null in shape)
+    else:
+        sets = f"{qn('lease_token')} = {table}.{qn('lease_token')}"
+    return f"UPDATE {table} SET {sets} WHERE {_held_where(vendor)}"  # noqa: S608
+
+
+def fenced_update_sql(lease: LeaseLike, changes: dict[str, Any]) -> tuple[str, list[Any]]:
+    """``held_runs(lease).update(**changes)`` as :func:`update_sql` compiles it (no changes:
+    the no-op write that only takes the row lock), its text built once per set of columns.
+    Values are prepared for the database as the ORM's update compiler does; an expression
+    among them takes the ORM's own compiler."""
+    if any(hasattr(value, "resolve_expression") for value in changes.values()):
+        return update_sql(held_runs(lease), changes)
+    conn = connections[DEFAULT_DB_ALIAS]
+    shape = tuple((name, value is None) for name, value in changes.items())
+    given = {name: value for name, value in changes.items() if value is not None}
+    fields = model_fields(Run, tuple(given))
+    params: list[Any] = [
+        field.get_db_prep_save(value, connection=conn)
+        for field, value in zip(fields, given.values(), strict=True)
+    ]
+    return _fenced_update(conn.vendor, shape), params + _lease_params(lease)
 
 
 def model_fields(model: type[Model], names: Iterable[str]) -> tuple[Field[Any, Any], ...]:
@@ -111,8 +161,28 @@ def model_fields(model: type[Model], names: Iterable[str]) -> tuple[Field[Any, A
     return tuple(cast("Field[Any, Any]", model._meta.get_field(name)) for name in names)
 
 
-def qn(name: str) -> str:
+# Statement text depends on the database vendor only, never on a call's values: built once
+# per vendor. Reaching Django's ``connection`` proxy costs a thread-local lookup, which a
+# statement built piece by piece paid a hundred times per step (docs/benchmarks.md, W1).
+
+
+@cache
+def _quoted(vendor: str, name: str) -> str:
     return connection.ops.quote_name(name)
+
+
+def qn(name: str) -> str:
+    return _quoted(connection.vendor, name)
+
+
+@cache
+def _column(vendor: str, table: str, name: str) -> str:
+    return f"{qn(table)}.{qn(name)}"
+
+
+def column_of(table: str, name: str) -> str:
+    """``"table"."column"``, quoted for the database."""
+    return _column(connection.vendor, table, name)
 
 
 def update_sql(queryset: QuerySet[Any], changes: dict[str, Any]) -> tuple[str, list[Any]]:
@@ -123,30 +193,54 @@ def update_sql(queryset: QuerySet[Any], changes: dict[str, Any]) -> tuple[str, l
     return sql, list(params)
 
 
-def returning_sql(fields: Sequence[Field[Any, Any]], table: str) -> str:
+@cache
+def _returning(vendor: str, fields: tuple[Field[Any, Any], ...], table: str) -> str:
     return ", ".join(f"{qn(table)}.{qn(str(f.column))}" for f in fields)
+
+
+def returning_sql(fields: Sequence[Field[Any, Any]], table: str) -> str:
+    return _returning(connection.vendor, tuple(fields), table)
+
+
+Converter = Callable[[Any, Any, Any], Any]
+
+
+@cache
+def _converters(vendor: str, fields: tuple[Field[Any, Any], ...]) -> tuple[Any, ...]:
+    """Per field: (attname, its column expression, the converters a SELECT would apply)."""
+    out = []
+    for field in fields:
+        col = field.get_col(field.model._meta.db_table)
+        converters = (*connection.ops.get_db_converters(col), *col.get_db_converters(connection))
+        out.append((field.attname, col, converters))
+    return tuple(out)
 
 
 def convert(fields: Sequence[Field[Any, Any]], values: Iterable[Any]) -> ReturnedRow:
     """Raw returned values as the ORM would give them (JSON decoded, aware datetimes)."""
+    conn = connections[DEFAULT_DB_ALIAS]  # the wrapper itself, looked up once
     row: ReturnedRow = {}
-    for field, value in zip(fields, values, strict=False):
-        col = field.get_col(field.model._meta.db_table)
-        converters = [*connection.ops.get_db_converters(col), *col.get_db_converters(connection)]
+    for (attname, col, converters), value in zip(
+        _converters(conn.vendor, tuple(fields)), values, strict=False
+    ):
         for converter in converters:
-            value = converter(value, col, connection)
-        row[field.attname] = value
+            value = converter(value, col, conn)
+        row[attname] = value
     return row
+
+
+@cache
+def _queued(vendor: str, thread_column: str) -> str:
+    table = qn(QueueItem._meta.db_table)
+    return (
+        f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{qn('thread_id')} = {thread_column} "  # noqa: S608
+        f"AND {table}.{qn('status')} = %s)"
+    )
 
 
 def queued_sql(thread_column: str) -> tuple[str, list[Any]]:
     """``EXISTS`` queued input for the thread in ``thread_column`` (a qualified column)."""
-    table = qn(QueueItem._meta.db_table)
-    sql = (
-        f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{qn('thread_id')} = {thread_column} "  # noqa: S608
-        f"AND {table}.{qn('status')} = %s)"
-    )
-    return sql, [QueueItem.Status.QUEUED.value]
+    return _queued(connection.vendor, thread_column), [QueueItem.Status.QUEUED.value]
 
 
 def insert_sql(
@@ -192,30 +286,32 @@ def insert_sql(
     return sql, params
 
 
-def pending_sql(thread_column: str) -> tuple[str, list[Any]]:
-    """``EXISTS`` a pending action for the thread in ``thread_column``."""
+@cache
+def _pending(vendor: str, thread_column: str) -> str:
     table = qn(PendingAction._meta.db_table)
-    sql = (
+    return (
         f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{qn('thread_id')} = {thread_column} "  # noqa: S608
         f"AND {table}.{qn('status')} = %s)"
     )
-    return sql, [PendingAction.Status.PENDING.value]
 
 
-def input_messages_sql(run_column: str) -> tuple[str, list[Any]]:
-    """A scalar subquery: the run's transcript input messages as one JSON array."""
+def pending_sql(thread_column: str) -> tuple[str, list[Any]]:
+    """``EXISTS`` a pending action for the thread in ``thread_column``."""
+    return _pending(connection.vendor, thread_column), [PendingAction.Status.PENDING.value]
+
+
+@cache
+def _input_messages(vendor: str, run_column: str) -> str:
     table = qn(Message._meta.db_table)
     where = (
         f"{table}.{qn('run_id')} = {run_column} AND {table}.{qn('relation')} = %s "
         f"AND {table}.{qn('in_transcript')}"
     )
-    params: list[Any] = [Message.Relation.INPUT.value]
-    if connection.vendor == "postgresql":
+    if vendor == "postgresql":
         pairs = ", ".join(f"'{name}', {table}.{qn(name)}" for name in MESSAGE_COLUMNS)
         return (
             f"(SELECT COALESCE(json_agg(json_build_object({pairs}) ORDER BY {table}.{qn('id')}), "  # noqa: S608
-            f"'[]'::json) FROM {table} WHERE {where})",
-            params,
+            f"'[]'::json) FROM {table} WHERE {where})"
         )
     pairs = ", ".join(
         f"'{name}', json({table}.{qn(name)})"
@@ -223,7 +319,12 @@ def input_messages_sql(run_column: str) -> tuple[str, list[Any]]:
         else f"'{name}', {table}.{qn(name)}"
         for name in MESSAGE_COLUMNS
     )
-    return f"(SELECT json_group_array(json_object({pairs})) FROM {table} WHERE {where})", params  # noqa: S608
+    return f"(SELECT json_group_array(json_object({pairs})) FROM {table} WHERE {where})"  # noqa: S608
+
+
+def input_messages_sql(run_column: str) -> tuple[str, list[Any]]:
+    """A scalar subquery: the run's transcript input messages as one JSON array."""
+    return _input_messages(connection.vendor, run_column), [Message.Relation.INPUT.value]
 
 
 def input_messages(value: Any) -> list[Message]:

@@ -60,9 +60,9 @@ from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetada
 from pai_threads.store.run_facts import RunFacts
 from pai_threads.store.sql import (
     fence,
+    fenced_update_sql,
     held_runs,
     queued_sql,
-    update_sql,
 )
 from pai_threads.store.suspensions import suspend_history_of
 
@@ -116,7 +116,7 @@ class ORMThreadStore:
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
         # One statement: the fencing UPDATE returns the cancel request and the queue.
         expires = timezone.now() + timedelta(seconds=lease_seconds)
-        sql, params = update_sql(held_runs(lease), {"lease_expires_at": expires})
+        sql, params = fenced_update_sql(lease, {"lease_expires_at": expires})
         queued, queued_params = queued_sql(run_column("thread_id"))
         sql += f" RETURNING {run_column('cancel_requested_at')}, {queued}"
         with connection.cursor() as cursor:

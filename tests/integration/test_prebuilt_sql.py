@@ -1,0 +1,68 @@
+"""Statements built once per vendor say exactly what the ORM compiles (issue 16).
+
+The fencing UPDATE and the lease's locking ``EXISTS`` are built from cached text and values
+prepared field by field; here they are compared with Django's own compilers for every kind
+of change the store makes, on the database under test.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.models import F
+
+from pai_agents.engine.store import Lease
+from pai_threads.models import Run
+from pai_threads.store.sql import fenced_update_sql, held_exists_sql, held_runs, update_sql
+
+LEASE = Lease(run_id="run_prebuilt", owner="w", token=7, thread_id="thr_x", scope_key="s")
+NOW = datetime(2026, 12, 2, 4, 30, tzinfo=UTC)
+
+CHANGES: list[dict[str, Any]] = [
+    {},
+    {"step_count": 2},
+    {"lease_expires_at": NOW},
+    {
+        "step_count": 2,
+        "status": Run.Status.COMPLETED,
+        "usage": {"inputTokens": 3, "outputTokens": 5},
+        "error": None,
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "finished_at": NOW,
+    },
+    {"status": Run.Status.FAILED, "error": {"type": "X", "message": "nan?"}, "usage": {}},
+]
+
+
+def comparable(params: list[Any]) -> list[Any]:
+    """Adapted JSON values (psycopg's Jsonb) compare by what they wrap."""
+    return [getattr(p, "obj", p) for p in params]
+
+
+@pytest.mark.parametrize("changes", CHANGES, ids=lambda c: ",".join(c) or "lock only")
+def test_the_fencing_update_is_the_statement_the_orm_compiles(changes: dict[str, Any]) -> None:
+    orm_sql, orm_params = update_sql(
+        held_runs(LEASE), changes or {"lease_token": F("lease_token")}
+    )
+    sql, params = fenced_update_sql(LEASE, changes)
+    assert sql == orm_sql
+    assert comparable(params) == comparable(orm_params)
+
+
+def test_an_expression_change_takes_the_orms_compiler() -> None:
+    changes = {"attempt": F("attempt") + 1}
+    assert fenced_update_sql(LEASE, changes) == update_sql(held_runs(LEASE), changes)
+
+
+def test_the_lease_exists_is_the_orms_select_with_the_fencing_lock() -> None:
+    query = held_runs(LEASE).order_by().values("pk").query
+    orm_sql, orm_params = query.get_compiler(connection=connection).as_sql()
+    if connection.features.has_select_for_update:
+        orm_sql += " " + connection.ops.for_update_sql(no_key=True)
+    sql, params = held_exists_sql(LEASE)
+    assert sql == f"EXISTS ({orm_sql})"
+    assert params == list(orm_params)
