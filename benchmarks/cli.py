@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.database import BENCH_DB_NAME
 from benchmarks.machine import describe
 from benchmarks.reference.compare import FRAMEWORKS, round_order
 from benchmarks.reference.merge import merge_rounds
-from benchmarks.reference.runner import REFERENCES, run_round
+from benchmarks.reference.runner import REFERENCES, drop_databases, run_round
 from benchmarks.report import render, splice
 from benchmarks.services import Services
 from benchmarks.workloads import WORKLOADS
@@ -43,6 +44,12 @@ VENDOR_NAMES = {
 }
 # The workloads the references implement: these run in interleaved rounds.
 INTERLEAVED = ("W1", "W2", "W3")
+# The benchmark databases of this invocation on a shared server: named after the process, so
+# that two benchmark commands on one server do not drop each other's database mid-run.
+DATABASE_NAMES = {
+    key: f"{name}_{os.getpid()}"
+    for key, name in [("pai", BENCH_DB_NAME), *((s.key, f"ref_{s.key}") for s in REFERENCES)]
+}
 # The developer's service choices must not leak into the drivers (they set their own).
 SCRUBBED_ENV = ("DATABASE_URL", "REDIS_URL", "PAI_EXECUTOR", "DJANGO_SETTINGS_MODULE")
 
@@ -103,7 +110,7 @@ def _run_driver(
         str(out),
     ]
     if vendor == "postgresql":
-        argv += ["--server-url", pg_url]
+        argv += ["--server-url", pg_url, "--database-name", DATABASE_NAMES["pai"]]
     if redis_url:
         argv += ["--redis-url", redis_url]
     if args.quick:
@@ -147,6 +154,7 @@ def _measure(
                 quick=args.quick,
                 workdir=workdir / "reference",
                 server_url=pg_url,
+                database=DATABASE_NAMES[who],
                 round_index=index,
             )
             versions[who] = ref["versions"]
@@ -186,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if services is not None:
             services.stop()
+        elif "postgresql" in vendors and pg_url:
+            drop_databases(pg_url, list(DATABASE_NAMES.values()))
     command = "python -m benchmarks" + ("" if argv is None and len(sys.argv) <= 1 else " ")
     command += " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     meta = {

@@ -28,6 +28,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.driver")
     parser.add_argument("--vendor", choices=("sqlite", "postgresql"), required=True)
     parser.add_argument("--server-url", default="", help="PostgreSQL server URL (postgresql)")
+    parser.add_argument("--database-name", default="", help="default: pai_bench (recreated)")
     parser.add_argument("--workdir", type=Path, required=True, help="for the SQLite file")
     parser.add_argument("--redis-url", default="")
     parser.add_argument("--only", default="W1,W2,W3,W4,W5")
@@ -44,10 +45,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _configure_environment(args: argparse.Namespace) -> str:
     """Create the benchmark database and point the settings at it; returns DATABASE_URL."""
-    from benchmarks.database import create_postgres_database
+    from benchmarks.database import BENCH_DB_NAME, create_postgres_database
 
     if args.vendor == "postgresql":
-        url = create_postgres_database(args.server_url)
+        url = create_postgres_database(args.server_url, args.database_name or BENCH_DB_NAME)
     else:
         args.workdir.mkdir(parents=True, exist_ok=True)
         path = args.workdir / "bench.sqlite3"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REFERENCES", "ReferenceSpec", "ensure_venv", "run_round"]
+__all__ = ["REFERENCES", "ReferenceSpec", "drop_databases", "ensure_venv", "run_round"]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -27,7 +27,7 @@ ROOT = HERE.parent.parent
 
 @dataclass(frozen=True, kw_only=True)
 class ReferenceSpec:
-    key: str  # the results' key and the database name's suffix
+    key: str  # the results' key
     label: str
     module: str
     venv: str
@@ -81,6 +81,7 @@ def run_round(
     quick: bool,
     workdir: Path,
     server_url: str,
+    database: str,
     round_index: int,
 ) -> dict[str, Any]:
     """One round of the reference's workloads on ``vendor``; its JSON result."""
@@ -89,7 +90,7 @@ def run_round(
     if vendor == "postgresql":
         from benchmarks.database import create_postgres_database
 
-        url = create_postgres_database(server_url, f"ref_{spec.key}")
+        url = create_postgres_database(server_url, database)
     else:
         path = workdir / f"{spec.key}-{round_index}.sqlite3"
         for suffix in ("", "-wal", "-shm"):
@@ -103,3 +104,12 @@ def run_round(
     subprocess.run(argv, cwd=ROOT, env=env, check=True)
     result: dict[str, Any] = json.loads(out.read_text())
     return result
+
+
+def drop_databases(server_url: str, names: list[str]) -> None:
+    """Drop this invocation's benchmark databases (they are recreated by every round)."""
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        for name in names:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

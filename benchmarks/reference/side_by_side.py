@@ -84,9 +84,10 @@ def render_side_by_side(results: dict[str, Any]) -> list[str]:
         "the rounds of each round's median; a ratio is PAI / the reference within one round "
         "(below 1: PAI faster), its median with min-max over the rounds. Counts per run, "
         "PAI / LangGraph / OpenAI Agents: statements and commits are pg_stat_statements and "
-        "write transactions (PostgreSQL only), bytes are WAL on PostgreSQL and bytes the "
-        "process wrote on SQLite. W3 times PAI's executions only (its sends come before the "
-        "clock starts, as in the W3 table), the references' whole runs.",
+        "write transactions on PostgreSQL (on SQLite only PAI's commits, Django's count), "
+        "bytes are WAL on PostgreSQL and bytes the process wrote on SQLite. W3 times PAI's "
+        "executions only (its sends come before the clock starts, as in the W3 table), the "
+        "references' whole runs.",
         "",
     ]
     versions = _versions(results)
