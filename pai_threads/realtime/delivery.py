@@ -8,16 +8,22 @@ the authority, and a client that missed something resynchronises from a snapshot
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime.buffers import get_buffer
+from pai_threads.realtime.buffers.memory import MemoryReplayBuffer
+from pai_threads.realtime.layers import InMemoryChannelLayer
 from pai_threads.realtime.link import Outage
 from pai_threads.realtime.notify import notify
 
-__all__ = ["publish", "publish_sync"]
+__all__ = ["in_process", "publish", "publish_inline", "publish_sync"]
+
+logger = logging.getLogger("pai.realtime")
 
 # Redis down: one warning when publishing starts failing, one when it works again.
 _outage = Outage("realtime publishing")
@@ -44,5 +50,39 @@ async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
 
 
 def publish_sync(thread_id: str, events: Sequence[RunEvent]) -> None:
-    """:func:`publish` for synchronous code (operations, after their commit)."""
-    async_to_sync(publish)(thread_id, events)
+    """:func:`publish` for synchronous code (operations, after their commit).
+
+    In process (the embedded default: the memory buffer and an in-memory layer) publishing
+    never waits on anything: the events are numbered under the buffer's lock and handed to
+    the subscribers' loop, so :func:`publish` runs right here, without an event loop.
+    Otherwise (Redis) it runs through ``async_to_sync`` (on the server's loop when called
+    from one of its worker threads, whose connections the consumers keep fresh; on a new
+    loop from plain synchronous code), which costs ~2.5 ms per call."""
+    if not events:
+        return
+    if in_process():
+        publish_inline(thread_id, events)
+    else:
+        async_to_sync(publish)(thread_id, events)
+
+
+def in_process() -> bool:
+    """Whether delivery stays in this process and never waits: the memory buffer and this
+    package's in-memory layer (or none). Channels' own in-memory layer awaits a task per
+    subscriber in ``group_send``, so it does not count."""
+    layer = get_channel_layer()
+    local_layer = layer is None or isinstance(layer, InMemoryChannelLayer)
+    return local_layer and isinstance(get_buffer(), MemoryReplayBuffer)
+
+
+def publish_inline(thread_id: str, events: Sequence[RunEvent]) -> None:
+    """:func:`publish`, run to its end right here (with or without a running loop): only
+    when :func:`in_process`, where it never suspends."""
+    coroutine = publish(thread_id, events)
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    # Only a change to the in-process path can get here: report it, never fail the caller.
+    logger.error("an in-process publication suspended; its events were not delivered")

@@ -26,6 +26,7 @@ from typing import Any
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from pai_agents.engine.events import RunEvent
+from pai_threads.realtime.layers import InMemoryChannelLayer as LocalChannelLayer
 
 __all__ = ["MESSAGE_TYPE", "group_name", "notify", "register_subscriber_loop"]
 
@@ -62,12 +63,26 @@ async def notify(thread_id: str, events: Sequence[RunEvent]) -> None:
     if not isinstance(layer, InMemoryChannelLayer):
         await layer.group_send(group, message)
         return
+    if _subscriber_loop is not None and _subscriber_loop is _running_loop():
+        await layer.group_send(group, message)
+        return
+    _hand_off(layer, group, message)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running loop, or None when :func:`notify` is driven from synchronous code
+    (``pai_threads.realtime.delivery.publish_sync``)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _hand_off(layer: Any, group: str, message: dict[str, Any]) -> None:
+    """Queue a group message for the subscribers' loop (another thread's)."""
     home = _subscriber_loop
     if home is None or home.is_closed() or not home.is_running():
         return  # nobody in this process subscribes (any more)
-    if home is asyncio.get_running_loop():
-        await layer.group_send(group, message)
-        return
     global _drain_scheduled
     with _handoff_lock:
         _handoff.append((layer, group, message))
@@ -89,9 +104,19 @@ def _drain() -> None:
         batch = list(_handoff)
         _handoff.clear()
         _drain_scheduled = False
-    task = asyncio.get_running_loop().create_task(_fan_out(batch))
-    _fan_outs.add(task)
-    task.add_done_callback(_fan_outs.discard)
+    rest: list[tuple[Any, str, dict[str, Any]]] = []
+    for layer, group, message in batch:
+        if rest or not isinstance(layer, LocalChannelLayer):
+            rest.append((layer, group, message))  # behind the first awaited send, in order
+            continue
+        try:
+            layer.group_send_now(group, message)
+        except Exception as exc:  # subscribers refill numbered events from the buffer
+            logger.warning("realtime fan-out to %s failed: %s: %s", group, type(exc).__name__, exc)
+    if rest:
+        task = asyncio.get_running_loop().create_task(_fan_out(rest))
+        _fan_outs.add(task)
+        task.add_done_callback(_fan_outs.discard)
 
 
 _fan_outs: set[asyncio.Task[None]] = set()

@@ -5,10 +5,13 @@ operations publish through :func:`pai_threads.events.publish_after_commit`. Both
 through :mod:`.delivery`: every event is appended to the thread's replay buffer, which
 assigns its sequence number, then sent to the thread's group.
 
-Deltas (text, reasoning, tool input) are held for ``REALTIME_COALESCE_MS`` and flushed as
-one batch: one buffer append and one channel-layer message for many tokens. Chunks are never
-merged or reordered, so the published chunk sequence is exactly what the engine emitted
-(the same as ``pai_chat --jsonl`` prints). Any other event flushes the batch at once.
+Deltas (text, reasoning, tool input) are coalesced on the leading edge: a delta goes out at
+once when no delta was flushed in the last ``REALTIME_COALESCE_MS``; the deltas of a burst
+that follow it wait for that window to close and go out as one batch (one buffer append and
+one channel-layer message for many tokens). A paced model's tokens thus cost no added
+latency, and a fast one's at most one window. Chunks are never merged or reordered, so the
+published chunk sequence is exactly what the engine emitted (the same as
+``pai_chat --jsonl`` prints). Any other event flushes the batch at once.
 
 Publishing is best effort by design: the database is the authority, and a client that
 missed something resynchronises from a snapshot. A failing buffer never fails a run.
@@ -38,12 +41,6 @@ __all__ = ["RealtimePublisher", "TeeSink", "publish", "publish_sync"]
 logger = logging.getLogger("pai.realtime")
 
 _DELTA_CHUNKS = frozenset({"text-delta", "reasoning-delta", "tool-input-delta"})
-
-
-def _is_delta(event: RunEvent) -> bool:
-    return event.get("type") == "generation.message.chunk" and (
-        event["chunk"].get("type") in _DELTA_CHUNKS
-    )
 
 
 def _stored_message(thread_id: str, message_id: str) -> dict[str, Any] | None:
@@ -95,10 +92,21 @@ class RealtimePublisher:
         self._delay = max(0.0, float(delay)) / 1000
         self._pending: list[RunEvent] = []
         self._timer: asyncio.TimerHandle | None = None
+        # Loop time of the last flush a delta started: deltas within ``delay`` of it coalesce.
+        self._last_delta_flush = float("-inf")
         self._lock = asyncio.Lock()
+        self._inline = delivery.in_process()
         self._flushes: set[asyncio.Task[None]] = set()
 
     async def publish(self, event: RunEvent) -> None:
+        if event.get("type") == "generation.message.chunk":
+            # The hot path (one call per token): a chunk needs no projection.
+            self._pending.append(event)
+            if self._delay and event["chunk"].get("type") in _DELTA_CHUNKS:
+                self._coalesce()
+                return
+            await self.flush()
+            return
         self._pending.append(await self._enrich(event))
         if event.get("type") == "run.status" and event.get("status") != "running":
             # A run that waits or ends may have created pending actions or admitted queued
@@ -111,11 +119,21 @@ class RealtimePublisher:
                     self._pending += await run_db(side_state, self.thread_id)
             except Exception:
                 logger.exception("could not read queue/actions of thread %s", self.thread_id)
-        if self._delay and _is_delta(event):
-            if self._timer is None:
-                self._timer = asyncio.get_running_loop().call_later(self._delay, self._flush_later)
-            return
         await self.flush()
+
+    def _coalesce(self) -> None:
+        """A delta: sent at once when none was sent in the last ``delay`` (a paced model's
+        tokens each go out as they come), else with the burst when the window closes."""
+        if self._timer is not None:
+            return  # a burst: the window's flush takes it
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        wait = self._last_delta_flush + self._delay - now
+        if wait > 0:
+            self._timer = loop.call_later(wait, self._flush_later)
+            return
+        self._last_delta_flush = now
+        self._flush_soon()
 
     async def announce_claim(self, run_id: str) -> None:
         """A worker claimed the run: its ``running`` status reaches subscribers before its
@@ -161,6 +179,18 @@ class RealtimePublisher:
 
     def _flush_later(self) -> None:
         self._timer = None
+        self._last_delta_flush = asyncio.get_running_loop().time()
+        self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        """Deliver the pending deltas without making the run wait for them: right here
+        when delivery is in process (nothing in it waits), else in a task (a Redis round
+        trip in production); the lock keeps batches in publish order."""
+        if self._inline and not self._lock.locked():
+            batch, self._pending = self._pending, []
+            if batch:
+                delivery.publish_inline(self.thread_id, batch)
+            return
         task = asyncio.ensure_future(self.flush())
         self._flushes.add(task)  # owned here until done; aclose() awaits the stragglers
         task.add_done_callback(self._flushes.discard)

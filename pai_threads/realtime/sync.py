@@ -107,8 +107,15 @@ class Cursor:
 
         All or nothing: if a refill fails (the buffer is unreachable), the cursor stays
         where it was and the same events are admitted again later."""
-        admitted: list[RunEvent] = []
         last = self.last
+        if (
+            events
+            and int(events[0]["seq"]) == last + 1
+            and _contiguous(events, last, last + len(events))
+        ):
+            self.last = last + len(events)  # the live path: the next numbers, in order
+            return list(events)
+        admitted: list[RunEvent] = []
         for event in sorted(events, key=lambda e: int(e["seq"])):
             seq = int(event["seq"])
             if seq <= last:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from pai_threads.realtime.buffers.base import ActiveGeneration, LogState, ReplayBuffer
@@ -28,11 +31,31 @@ def _buffer(name: str, url: str) -> ReplayBuffer:
     return buffer
 
 
+_current: ReplayBuffer | None = None
+
+
 def get_buffer() -> ReplayBuffer:
     """The process-wide buffer (one instance per configuration, so settings overrides in
-    tests get their own)."""
-    return _buffer(_choice(), redis_url())
+    tests get their own). Every published batch asks for it: the choice is remembered
+    until the settings it depends on change."""
+    global _current
+    buffer = _current
+    if buffer is None:
+        buffer = _current = _buffer(_choice(), redis_url())
+    return buffer
+
+
+def _forget() -> None:
+    global _current
+    _current = None
 
 
 def clear_cache() -> None:
+    _forget()
     _buffer.cache_clear()
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting: str, **_: Any) -> None:
+    if setting in ("PAI", "REDIS_URL"):
+        _forget()
