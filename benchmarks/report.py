@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.reference.side_by_side import render_side_by_side
+from benchmarks.report_delivery import render_delivery
 from benchmarks.report_latency import render_latency
 from benchmarks.targets import check
 
@@ -573,6 +574,7 @@ def render(results: dict[str, Any], meta: dict[str, Any]) -> str:
         *_w3(results),
         *_w4_w5(results),
         *render_latency(results, abbreviate),
+        *render_delivery(results),
         *_notes(results),
     ]
     return "\n".join(lines).rstrip() + "\n"

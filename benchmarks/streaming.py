@@ -45,6 +45,7 @@ __all__ = [
     "Level",
     "Serving",
     "arrangements",
+    "latency_ms",
     "proc_cpu_seconds",
     "proc_status_kb",
     "run_level",
@@ -288,7 +289,8 @@ def _peak_concurrency(streams: list[_Stream]) -> int:
     return peak
 
 
-def _ms(values: list[int]) -> dict[str, float]:
+def latency_ms(values: list[int]) -> dict[str, float]:
+    """Median, p99 and max in ms of latencies in ns."""
     ms = [v / 1e6 for v in values]
     return {
         "median": median(ms),
@@ -375,9 +377,9 @@ async def _run_clients(
         "deltas_received": len(delivery),
         "deltas_expected": level.streams * level.deltas,
         "errors": errors[:5],
-        "delivery_ms": _ms(delivery),
-        "from_due_ms": _ms(from_due),
-        "lag_ms": _ms(lag),
+        "delivery_ms": latency_ms(delivery),
+        "from_due_ms": latency_ms(from_due),
+        "lag_ms": latency_ms(lag),
         "late_starts": late,
         "peak_concurrent_streams": _peak_concurrency(streams),
         "connect_s": connect_s,

@@ -1,6 +1,6 @@
 """The workloads of issue 6. Each module exposes ``run(bench) -> dict`` (JSON-ready)."""
 
-WORKLOADS = ("W1", "W1L", "W2", "W3", "W4", "W5", "TTFT")
+WORKLOADS = ("W1", "W1L", "W2", "W3", "W4", "W5", "TTFT", "DELIVERY")
 # A workload's module is its name in lower case, except these.
 MODULES = {"W1L": "w1_lifecycle"}
 
