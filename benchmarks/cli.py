@@ -81,6 +81,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"unknown workloads {unknown}; choose from {', '.join(WORKLOADS)}")
     if args.rounds is None:
         args.rounds = 1 if args.quick else 3
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     return args
 
 
