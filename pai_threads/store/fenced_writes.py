@@ -21,8 +21,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from pai_agents.engine.store import (
@@ -38,6 +36,7 @@ from pai_threads.models import Message, Run, Step
 from pai_threads.store.admission import admit_next, lock_thread
 from pai_threads.store.sql import (
     MESSAGE_COLUMNS,
+    claim_update_sql,
     column_of,
     convert,
     fenced_update_sql,
@@ -45,8 +44,8 @@ from pai_threads.store.sql import (
     input_messages,
     input_messages_sql,
     insert_sql,
-    lease_expired,
     model_fields,
+    parts_update_sql,
     pending_sql,
     qn,
     queued_sql,
@@ -56,10 +55,12 @@ from pai_threads.store.sql import (
 
 __all__ = [
     "Fenced",
+    "MessageKey",
     "after_end",
     "before_end",
     "claim_returning",
     "fence_returning",
+    "message_key",
     "message_of",
     "outcome_changes",
     "output_message",
@@ -196,7 +197,10 @@ def update_parts(
     lock a fencing UPDATE takes, released at the statement's commit), so a message update
     without a run change is one autocommit statement.
     """
-    sql, params = update_sql(rows, {"parts": parts, "updated_at": timezone.now()})
+    if isinstance(rows, MessageKey):
+        sql, params = parts_update_sql(rows.run_id, rows.message_id, parts, timezone.now())
+    else:
+        sql, params = update_sql(rows, {"parts": parts, "updated_at": timezone.now()})
     if fenced:
         held, held_params = held_exists_sql(lease)
         sql += f" AND {held}"
@@ -209,6 +213,18 @@ def update_parts(
     if row is None:
         return None
     return _message_row(row[:-1]), bool(row[-1])
+
+
+@dataclass(frozen=True)
+class MessageKey:
+    """One message of the run, by id: what :func:`update_parts` updates without the ORM."""
+
+    run_id: str
+    message_id: str
+
+
+def message_key(lease: Lease, message: UIMessage) -> MessageKey:
+    return MessageKey(run_id=lease.run_id, message_id=message["id"])
 
 
 def message_of(lease: Lease, message: UIMessage) -> Any:
@@ -226,16 +242,8 @@ def claim_returning(
     messages (announced to subscribers at once): one round trip instead of three.
     """
     now = timezone.now()
-    claimable = Run.objects.filter(Q(status=Run.Status.QUEUED) | lease_expired(now), id=run_id)
-    changes = {
-        "status": Run.Status.RUNNING,
-        "lease_owner": owner,
-        "lease_expires_at": now + timedelta(seconds=lease_seconds),
-        "lease_token": F("lease_token") + 1,
-        "attempt": F("attempt") + 1,
-        "started_at": Coalesce(F("started_at"), Value(now)),
-    }
-    sql, params = update_sql(claimable, changes)
+    expires = now + timedelta(seconds=lease_seconds)
+    sql, params = claim_update_sql(run_id, owner=owner, expires=expires, now=now)
     queued, queued_params = queued_sql(run_column("thread_id"))
     inputs, inputs_params = input_messages_sql(run_column("id"))
     sql += f" RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"

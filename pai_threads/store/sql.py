@@ -34,6 +34,7 @@ from pai_threads.models import Message, PendingAction, QueueItem, Run
 __all__ = [
     "MESSAGE_COLUMNS",
     "ReturnedRow",
+    "claim_update_sql",
     "column_of",
     "convert",
     "fence",
@@ -46,6 +47,7 @@ __all__ = [
     "lease_expired",
     "lease_held",
     "model_fields",
+    "parts_update_sql",
     "pending_sql",
     "queued_sql",
     "returning_sql",
@@ -196,6 +198,57 @@ def update_sql(queryset: QuerySet[Any], changes: dict[str, Any]) -> tuple[str, l
 @cache
 def _returning(vendor: str, fields: tuple[Field[Any, Any], ...], table: str) -> str:
     return ", ".join(f"{qn(table)}.{qn(str(f.column))}" for f in fields)
+
+
+@cache
+def _claim_update(vendor: str) -> str:
+    table = qn(Run._meta.db_table)
+
+    def col(name: str) -> str:
+        return f"{table}.{qn(name)}"
+
+    return (
+        f"UPDATE {table} SET {qn('status')} = %s, {qn('lease_owner')} = %s, "  # noqa: S608
+        f"{qn('lease_expires_at')} = %s, {qn('lease_token')} = ({col('lease_token')} + %s), "
+        f"{qn('attempt')} = ({col('attempt')} + %s), "
+        f"{qn('started_at')} = COALESCE({col('started_at')}, %s) "
+        f"WHERE (({col('status')} = %s OR ({col('lease_expires_at')} < %s AND "
+        f"{col('status')} = %s)) AND {col('id')} = %s)"
+    )
+
+
+def claim_update_sql(
+    run_id: str, *, owner: str, expires: datetime, now: datetime
+) -> tuple[str, list[Any]]:
+    """The claim's conditional UPDATE (queued, or running with an expired lease: the token
+    and attempt incremented), as the ORM compiles it, its text built once."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    moment = Run._meta.get_field("lease_expires_at")
+    running, queued = Run.Status.RUNNING.value, Run.Status.QUEUED.value
+    at = moment.get_db_prep_save(now, connection=conn)
+    params = [running, owner, moment.get_db_prep_save(expires, connection=conn), 1, 1, at]
+    return _claim_update(conn.vendor), [*params, queued, at, running, run_id]
+
+
+@cache
+def _parts_update(vendor: str) -> str:
+    table = qn(Message._meta.db_table)
+    return (
+        f"UPDATE {table} SET {qn('parts')} = %s, {qn('updated_at')} = %s "  # noqa: S608
+        f"WHERE ({table}.{qn('message_id')} = %s AND {table}.{qn('run_id')} = %s)"
+    )
+
+
+def parts_update_sql(
+    run_id: str, message_id: str, parts: Any, now: datetime
+) -> tuple[str, list[Any]]:
+    """``UPDATE`` one message's parts (by run and message id), its text built once."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    fields = model_fields(Message, ("parts", "updated_at"))
+    params = [
+        f.get_db_prep_save(v, connection=conn) for f, v in zip(fields, (parts, now), strict=True)
+    ]
+    return _parts_update(conn.vendor), [*params, message_id, run_id]
 
 
 def returning_sql(fields: Sequence[Field[Any, Any]], table: str) -> str:

@@ -48,6 +48,7 @@ from pai_threads.store.fenced_writes import (
     before_end,
     claim_returning,
     fence_returning,
+    message_key,
     message_of,
     outcome_changes,
     output_message,
@@ -268,14 +269,14 @@ class ORMThreadStore:
         ends = False
         if outcome is None:
             # No run change: one statement, fenced by a locking EXISTS on the run row.
-            updated = update_parts(lease, message_of(lease, message), parts, fenced=True)
+            updated = update_parts(lease, message_key(lease, message), parts, fenced=True)
             if updated is None and not held_runs(lease).exists():
                 raise LeaseLost(lease.run_id)
         else:
             with transaction.atomic():
                 ends = before_end(lease, outcome)
                 fenced = fence_returning(lease, outcome_changes(outcome), sides=ends)
-                updated = update_parts(lease, message_of(lease, message), parts, fenced=False)
+                updated = update_parts(lease, message_key(lease, message), parts, fenced=False)
                 if updated is None:
                     raise LookupError(f"run {lease.run_id} has no message {message['id']}")
                 if ends:

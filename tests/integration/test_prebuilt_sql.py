@@ -1,22 +1,31 @@
 """Statements built once per vendor say exactly what the ORM compiles (issue 16).
 
-The fencing UPDATE and the lease's locking ``EXISTS`` are built from cached text and values
-prepared field by field; here they are compared with Django's own compilers for every kind
-of change the store makes, on the database under test.
+The claim, the fencing UPDATE, a message's parts update and the lease's locking ``EXISTS``
+are built from cached text and values prepared field by field; here they are compared with
+Django's own compilers for every kind of change the store makes, on the database under test.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 
 from pai_agents.engine.store import Lease
-from pai_threads.models import Run
-from pai_threads.store.sql import fenced_update_sql, held_exists_sql, held_runs, update_sql
+from pai_threads.models import Message, Run
+from pai_threads.store.sql import (
+    claim_update_sql,
+    fenced_update_sql,
+    held_exists_sql,
+    held_runs,
+    lease_expired,
+    parts_update_sql,
+    update_sql,
+)
 
 LEASE = Lease(run_id="run_prebuilt", owner="w", token=7, thread_id="thr_x", scope_key="s")
 NOW = datetime(2026, 12, 2, 4, 30, tzinfo=UTC)
@@ -45,9 +54,7 @@ def comparable(params: list[Any]) -> list[Any]:
 
 @pytest.mark.parametrize("changes", CHANGES, ids=lambda c: ",".join(c) or "lock only")
 def test_the_fencing_update_is_the_statement_the_orm_compiles(changes: dict[str, Any]) -> None:
-    orm_sql, orm_params = update_sql(
-        held_runs(LEASE), changes or {"lease_token": F("lease_token")}
-    )
+    orm_sql, orm_params = update_sql(held_runs(LEASE), changes or {"lease_token": F("lease_token")})
     sql, params = fenced_update_sql(LEASE, changes)
     assert sql == orm_sql
     assert comparable(params) == comparable(orm_params)
@@ -66,3 +73,29 @@ def test_the_lease_exists_is_the_orms_select_with_the_fencing_lock() -> None:
     sql, params = held_exists_sql(LEASE)
     assert sql == f"EXISTS ({orm_sql})"
     assert params == list(orm_params)
+
+
+def test_the_claim_is_the_statement_the_orm_compiles() -> None:
+    expires = NOW + timedelta(seconds=30)
+    claimable = Run.objects.filter(Q(status=Run.Status.QUEUED) | lease_expired(NOW), id="run_c")
+    changes = {
+        "status": Run.Status.RUNNING,
+        "lease_owner": "host:1:2",
+        "lease_expires_at": expires,
+        "lease_token": F("lease_token") + 1,
+        "attempt": F("attempt") + 1,
+        "started_at": Coalesce(F("started_at"), Value(NOW)),
+    }
+    orm_sql, orm_params = update_sql(claimable, changes)
+    sql, params = claim_update_sql("run_c", owner="host:1:2", expires=expires, now=NOW)
+    assert sql == orm_sql
+    assert comparable(params) == comparable(orm_params)
+
+
+def test_a_parts_update_is_the_statement_the_orm_compiles() -> None:
+    parts = [{"type": "text", "text": "hi", "state": "done"}]
+    rows = Message.objects.filter(run_id="run_p", message_id="msg_p")
+    orm_sql, orm_params = update_sql(rows, {"parts": parts, "updated_at": NOW})
+    sql, params = parts_update_sql("run_p", "msg_p", parts, NOW)
+    assert sql == orm_sql
+    assert comparable(params) == comparable(orm_params)
