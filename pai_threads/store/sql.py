@@ -36,6 +36,7 @@ __all__ = [
     "ReturnedRow",
     "claim_update_sql",
     "column_of",
+    "compiled_insert_sql",
     "convert",
     "fence",
     "fenced_update_sql",
@@ -305,13 +306,74 @@ def insert_sql(
 ) -> tuple[str, list[Any]]:
     """``INSERT`` of ``obj`` (its primary key left to the database), not executed.
 
-    Values are prepared by Django's insert compiler, which also fills ``auto_now`` values
-    into ``obj``. With ``source`` the row is ``SELECT``ed from it instead of ``VALUES``: it
-    is inserted only if ``source`` (a fencing CTE) has a row. ``columns`` maps attnames to
-    SQL expressions over ``source`` (a key inserted by an earlier CTE).
+    Values are prepared as Django's insert compiler prepares them (``pre_save`` fills
+    ``auto_now`` values into ``obj``); the statement's text is built once per shape. With
+    ``source`` the row is ``SELECT``ed from it instead of ``VALUES``: it is inserted only if
+    ``source`` (a fencing CTE) has a row. ``columns`` maps attnames to SQL expressions over
+    ``source`` (a key inserted by an earlier CTE).
     """
-    meta = obj._meta
-    fields = [f for f in meta.local_concrete_fields if not f.primary_key]
+    columns = columns or {}
+    conn = connections[DEFAULT_DB_ALIAS]
+    fields = _insert_fields(type(obj))
+    params: list[Any] = []
+    for field in fields:
+        if field.attname in columns:
+            continue
+        value = field.pre_save(obj, add=True)
+        if hasattr(value, "resolve_expression") or hasattr(field, "get_placeholder"):
+            return compiled_insert_sql(obj, source=source, columns=columns, returning=returning)
+        params.append(field.get_db_prep_save(value, connection=conn))
+    shape = (type(obj), source, tuple(sorted(columns.items())), tuple(returning))
+    return _insert_text(conn.vendor, *shape), params
+
+
+@cache
+def _insert_fields(model: type[Model]) -> tuple[Field[Any, Any], ...]:
+    return tuple(f for f in model._meta.local_concrete_fields if not f.primary_key)
+
+
+@cache
+def _insert_text(
+    vendor: str,
+    model: type[Model],
+    source: str | None,
+    columns: tuple[tuple[str, str], ...],
+    returning: tuple[Field[Any, Any], ...],
+) -> str:
+    given = dict(columns)
+    fields = _insert_fields(model)
+    values = ", ".join(given.get(f.attname, "%s") for f in fields)
+    return _insert_statement(model, fields, values, source, returning)
+
+
+def _insert_statement(
+    model: type[Model],
+    fields: Sequence[Field[Any, Any]],
+    values: str,
+    source: str | None,
+    returning: Sequence[Field[Any, Any]],
+) -> str:
+    table = qn(model._meta.db_table)
+    names = ", ".join(qn(str(f.column)) for f in fields)
+    if source is None:
+        sql = f"INSERT INTO {table} ({names}) VALUES ({values})"  # noqa: S608
+    else:
+        sql = f"INSERT INTO {table} ({names}) SELECT {values} FROM {source}"  # noqa: S608
+    if returning:
+        sql += f" RETURNING {returning_sql(returning, model._meta.db_table)}"
+    return sql
+
+
+def compiled_insert_sql(
+    obj: Model,
+    *,
+    source: str | None = None,
+    columns: dict[str, str] | None = None,
+    returning: Sequence[Field[Any, Any]] = (),
+) -> tuple[str, list[Any]]:
+    """:func:`insert_sql` by Django's insert compiler, field by field: for values that are
+    expressions and fields with their own placeholders (and to compare with in tests)."""
+    fields = list(_insert_fields(type(obj)))
     query = InsertQuery(type(obj))
     query.insert_values(fields, [obj])
     compiler = query.get_compiler(connection=connection)
@@ -328,15 +390,7 @@ def insert_sql(
         )
         values.append(sql)
         params += field_params
-    table = qn(meta.db_table)
-    names = ", ".join(qn(str(f.column)) for f in fields)
-    if source is None:
-        sql = f"INSERT INTO {table} ({names}) VALUES ({', '.join(values)})"  # noqa: S608
-    else:
-        sql = f"INSERT INTO {table} ({names}) SELECT {', '.join(values)} FROM {source}"  # noqa: S608
-    if returning:
-        sql += f" RETURNING {returning_sql(returning, meta.db_table)}"
-    return sql, params
+    return _insert_statement(type(obj), fields, ", ".join(values), source, returning), params
 
 
 @cache

@@ -1,6 +1,6 @@
 """Statements built once per vendor say exactly what the ORM compiles (issue 16).
 
-The claim, the fencing UPDATE, a message's parts update and the lease's locking ``EXISTS``
+The claim, the fencing UPDATE, inserts, a message's parts update and the lease's ``EXISTS``
 are built from cached text and values prepared field by field; here they are compared with
 Django's own compilers for every kind of change the store makes, on the database under test.
 """
@@ -14,15 +14,19 @@ import pytest
 from django.db import connection
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from pai_agents.engine.store import Lease
-from pai_threads.models import Message, Run
+from pai_threads.models import Message, Run, Step
 from pai_threads.store.sql import (
     claim_update_sql,
+    compiled_insert_sql,
     fenced_update_sql,
     held_exists_sql,
     held_runs,
+    insert_sql,
     lease_expired,
+    model_fields,
     parts_update_sql,
     update_sql,
 )
@@ -97,5 +101,49 @@ def test_a_parts_update_is_the_statement_the_orm_compiles() -> None:
     rows = Message.objects.filter(run_id="run_p", message_id="msg_p")
     orm_sql, orm_params = update_sql(rows, {"parts": parts, "updated_at": NOW})
     sql, params = parts_update_sql("run_p", "msg_p", parts, NOW)
+    assert sql == orm_sql
+    assert comparable(params) == comparable(orm_params)
+
+
+def inserted_rows() -> list[Any]:
+    message = Message(
+        message_id="msg_i",
+        thread_id="thr_i",
+        scope_key="s",
+        run_id="run_i",
+        role="assistant",
+        parts=[{"type": "text", "text": "hé \\u2028", "state": "done"}],
+        metadata={},
+        producer=Message.Producer.MODEL,
+        relation=Message.Relation.OUTPUT,
+        step_index=1,
+        usage={"inputTokens": 1},
+        diagnostics={},
+    )
+    step = Step(
+        run_id="run_i",
+        index=1,
+        request={"model": "m", "tools": []},
+        usage={},
+        finish_reason="stop",
+        started_at=NOW,
+        finished_at=NOW,
+    )
+    return [message, step]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["message", "step"])
+@pytest.mark.parametrize("shape", ["values", "from a CTE"])
+def test_an_insert_is_the_statement_the_orm_compiles(
+    index: int, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timezone, "now", lambda: NOW)  # the auto_now values both fill in
+    options: dict[str, Any] = {}
+    if shape == "from a CTE":
+        options = {"source": "pai_fence", "columns": {"message_id": 'pai_message."id"'}}
+        if index == 0:
+            options = {"source": "pai_fence", "returning": model_fields(Message, ("id", "parts"))}
+    sql, params = insert_sql(inserted_rows()[index], **options)
+    orm_sql, orm_params = compiled_insert_sql(inserted_rows()[index], **options)
     assert sql == orm_sql
     assert comparable(params) == comparable(orm_params)
