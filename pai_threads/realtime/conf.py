@@ -11,8 +11,19 @@ from pai_threads.conf import pai_settings
 __all__ = ["realtime_setting", "redis_url"]
 
 
+# Read on every published batch: remembered until ``settings.PAI`` changes.
+_values: dict[str, Any] = {}
+
+
 def realtime_setting(name: str) -> Any:
-    return getattr(pai_settings, name)
+    try:
+        return _values[name]
+    except KeyError:
+        value = _values[name] = getattr(pai_settings, name)
+        return value
+
+
+pai_settings.on_reload(_values.clear)
 
 
 def redis_url() -> str:

@@ -63,6 +63,19 @@ class InMemoryChannelLayer(ChannelsInMemoryChannelLayer):
         queue.put_nowait((expires, message))
         return True
 
+    async def receive(self, channel: str) -> dict[str, Any]:
+        self._clean_expired()  # first: it may drop this channel's queue
+        queue = self.channels.get(channel)
+        if queue is None:  # a channel's name is checked when its queue is made
+            self.require_valid_channel_name(channel)
+            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        try:
+            _, message = await queue.get()
+        finally:
+            if queue.empty() and self.channels.get(channel) is queue:
+                del self.channels[channel]  # as Channels does: no queue outlives its use
+        return message
+
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         self.group_send_now(group, message)
 
