@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from pai_agents.agent import InvalidAgentInput, SendPolicy
 from pai_agents.json import dumps as json_dumps
@@ -33,6 +32,7 @@ from pai_threads.services.input_guard import check_json, validate_user_message
 from pai_threads.services.threads import get_thread
 from pai_threads.store.admission import dispatch_after_commit
 from pai_threads.store.rewrites import run_metadata_defaults
+from pai_threads.store.rows import insert_row, touch_thread
 
 __all__ = ["SEND_POLICIES", "SendResult", "send"]
 
@@ -107,7 +107,7 @@ def send(
         with transaction.atomic():
             # Touching the thread takes its row lock: "is a run active?" and "start a run /
             # queue the input" become one step, so concurrent sends never race.
-            if not Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now()):
+            if not touch_thread(thread.pk):
                 raise NotFound("thread not found")  # deleted since it was read
             if client_id:
                 # Only a client-chosen id can be a retry; generated ids are fresh.
@@ -119,15 +119,17 @@ def send(
                 return _enqueue(
                     thread, active, payload, trusted_identity, data, policy or agent.send_policy
                 )
-            run = Run.objects.create(
-                thread=thread,
-                scope_key=thread.scope_key,
-                agent_name=thread.agent_name,
-                identity=trusted_identity,
-                client_data=data,
-                **run_metadata_defaults(agent),
+            run = insert_row(
+                Run(
+                    thread=thread,
+                    scope_key=thread.scope_key,
+                    agent_name=thread.agent_name,
+                    identity=trusted_identity,
+                    client_data=data,
+                    **run_metadata_defaults(agent),
+                )
             )
-            row = Message.objects.create(
+            row = Message(
                 message_id=message_id,
                 thread=thread,
                 scope_key=thread.scope_key,
@@ -138,6 +140,7 @@ def send(
                 producer=Message.Producer.SEND,
                 relation=Message.Relation.INPUT,
             )
+            insert_row(row)
             committed = message_committed(thread.id, message_public(row))
             # A thread without an active run has no queued input and no pending action
             # (the end of a run admits the next input and settles its actions): no reads.

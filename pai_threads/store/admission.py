@@ -16,6 +16,7 @@ from pai_threads.events.types import message_committed
 from pai_threads.executors import get_executor
 from pai_threads.models import Message, QueueItem, Run, Thread
 from pai_threads.store.rewrites import run_metadata_defaults
+from pai_threads.store.sql import qn
 
 __all__ = ["admit_next", "dispatch_after_commit", "lock_thread"]
 
@@ -37,7 +38,10 @@ def lock_thread(thread_id: str) -> None:
     there the SELECT would lock nothing: it is not sent.
     """
     if connection.features.has_select_for_update:
-        Thread.objects.select_for_update().filter(pk=thread_id).values_list("pk").first()
+        table = qn(Thread._meta.db_table)
+        sql = f"SELECT {table}.{qn('id')} FROM {table} WHERE {table}.{qn('id')} = %s"  # noqa: S608
+        with connection.cursor() as cursor:
+            cursor.execute(f"{sql} {connection.ops.for_update_sql()}", [thread_id])
 
 
 def admit_next(thread_id: str) -> Run | None:

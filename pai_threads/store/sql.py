@@ -304,7 +304,7 @@ def insert_sql(
     columns: dict[str, str] | None = None,
     returning: Sequence[Field[Any, Any]] = (),
 ) -> tuple[str, list[Any]]:
-    """``INSERT`` of ``obj`` (its primary key left to the database), not executed.
+    """``INSERT`` of ``obj`` (an auto-increment key left to the database), not executed.
 
     Values are prepared as Django's insert compiler prepares them (``pre_save`` fills
     ``auto_now`` values into ``obj``); the statement's text is built once per shape. With
@@ -329,7 +329,10 @@ def insert_sql(
 
 @cache
 def _insert_fields(model: type[Model]) -> tuple[Field[Any, Any], ...]:
-    return tuple(f for f in model._meta.local_concrete_fields if not f.primary_key)
+    """Every concrete field but a database-generated primary key (a default-made one, like a
+    run's id, is inserted)."""
+    auto = model._meta.auto_field
+    return tuple(f for f in model._meta.local_concrete_fields if f is not auto)
 
 
 @cache

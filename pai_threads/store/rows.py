@@ -1,0 +1,49 @@
+"""Inserting a new row and touching a thread, without the ORM's per-statement overhead.
+
+``Model.objects.create()`` compiles its INSERT afresh each time; the send path and the
+admission of queued input write a run and its input message per send, so they use the
+statements of :mod:`pai_threads.store.sql`, built once (same text, same prepared values).
+Like the store's other writes they send no ``pre_save``/``post_save`` signals.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, connection
+from django.db.models import Model
+from django.utils import timezone
+
+from pai_threads.models import Thread
+from pai_threads.store.sql import insert_sql, model_fields, qn
+
+__all__ = ["insert_row", "touch_thread"]
+
+M = TypeVar("M", bound=Model)
+
+
+def insert_row(obj: M) -> M:
+    """INSERT ``obj`` as ``obj.save(force_insert=True)`` would (``auto_now`` values and a
+    generated key filled in); returns ``obj``, marked as stored."""
+    meta = obj._meta
+    auto = meta.auto_field
+    returning = model_fields(type(obj), (auto.attname,)) if auto is not None else ()
+    sql, params = insert_sql(obj, returning=returning)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if auto is not None:
+            setattr(obj, auto.attname, cursor.fetchone()[0])
+    obj._state.adding = False
+    obj._state.db = DEFAULT_DB_ALIAS
+    return obj
+
+
+def touch_thread(thread_id: str) -> bool:
+    """``updated_at = now`` on the thread (taking its row lock until commit); False when the
+    thread is gone."""
+    table = qn(Thread._meta.db_table)
+    field = model_fields(Thread, ("updated_at",))[0]
+    sql = f"UPDATE {table} SET {qn('updated_at')} = %s WHERE {table}.{qn('id')} = %s"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [field.get_db_prep_save(timezone.now(), connection), thread_id])
+        return cursor.rowcount == 1
