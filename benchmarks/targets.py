@@ -130,7 +130,7 @@ def _w1_ratio(results: dict[str, Any]) -> list[Verdict]:
         if r["median"] <= limit:
             return measured, "met"
         return measured, (
-            f"missed by {r['median'] / limit:.1f}x: PAI needs <= {limit * lg:.1f} ms, "
+            f"missed by {r['median'] / limit:.2f}x: PAI needs <= {limit * lg:.1f} ms, "
             f"{pai - limit * lg:.1f} ms less"
         )
 
@@ -170,7 +170,7 @@ def _w3(results: dict[str, Any]) -> list[Verdict]:
         )
         if r["median"] >= factor:
             return measured, "met"
-        return measured, f"missed by {factor / r['median']:.1f}x"
+        return measured, f"missed by {factor / r['median']:.2f}x"
 
     return _per_database(
         lambda vendor: f"W3 50 concurrent runs: >= {factor:g}x LangGraph's runs/s",

@@ -165,7 +165,7 @@ def test_a_missed_w1_target_says_by_how_much() -> None:
     assert verdict.target.endswith("(PostgreSQL)")
     assert "1.50x" in verdict.measured
     # 1.5x against <= 0.5x: 3x over; PAI needs <= 10 ms, 20 ms less than its 30.
-    assert verdict.status == "missed by 3.0x: PAI needs <= 10.0 ms, 20.0 ms less"
+    assert verdict.status == "missed by 3.00x: PAI needs <= 10.0 ms, 20.0 ms less"
     met = _verdict(_results([_round(9, 20)]), "W1 median <= 0.5x")
     assert met.status == "met"
 
@@ -174,7 +174,7 @@ def test_w3_compares_runs_per_second_within_the_round() -> None:
     met = _verdict(_results([_round(10, 20, pai_w3=0.4, lg_w3=1.0)]), "W3", "PostgreSQL")
     assert met.status == "met" and "2.50x" in met.measured
     missed = _verdict(_results([_round(10, 20, pai_w3=1.0, lg_w3=1.0)]), "W3", "PostgreSQL")
-    assert missed.status == "missed by 2.0x"
+    assert missed.status == "missed by 2.00x"
 
 
 def test_without_reference_rounds_the_ratio_targets_are_not_measured() -> None:
