@@ -37,6 +37,7 @@ __all__ = [
     "claim_update_sql",
     "column_of",
     "compiled_insert_sql",
+    "context_rows",
     "convert",
     "fence",
     "fenced_update_sql",
@@ -250,6 +251,33 @@ def parts_update_sql(
         f.get_db_prep_save(v, connection=conn) for f, v in zip(fields, (parts, now), strict=True)
     ]
     return _parts_update(conn.vendor), [*params, message_id, run_id]
+
+
+@cache
+def _context_select(vendor: str, windowed: bool) -> str:
+    table = qn(Message._meta.db_table)
+    names = ", ".join(f"{table}.{qn(n)}" for n in ("message_id", "role", "parts"))
+    sql = (
+        f"SELECT {names} FROM {table} WHERE ({table}.{qn('in_context')} "  # noqa: S608
+        f"AND {table}.{qn('status')} = %s AND {table}.{qn('thread_id')} = %s) "
+        f"ORDER BY {table}.{qn('id')} {'DESC' if windowed else 'ASC'}"
+    )
+    return sql + " LIMIT %s" if windowed else sql
+
+
+def context_rows(thread_id: str, window: int | None) -> list[ReturnedRow]:
+    """A thread's context-visible committed messages (message_id, role, parts), oldest
+    first: the newest ``window`` of them, or all with None."""
+    params: list[Any] = [Message.Status.COMMITTED.value, thread_id]
+    if window:
+        params.append(window)
+    with connection.cursor() as cursor:
+        cursor.execute(_context_select(connection.vendor, bool(window)), params)
+        raw = cursor.fetchall()
+    if window:
+        raw.reverse()
+    fields = model_fields(Message, ("message_id", "role", "parts"))
+    return [convert(fields, values) for values in raw]
 
 
 def returning_sql(fields: Sequence[Field[Any, Any]], table: str) -> str:

@@ -60,6 +60,7 @@ from pai_threads.store.fenced_writes import (
 from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetadata
 from pai_threads.store.run_facts import RunFacts
 from pai_threads.store.sql import (
+    context_rows,
     fence,
     fenced_update_sql,
     held_runs,
@@ -167,16 +168,10 @@ class ORMThreadStore:
         # The newest window of context-visible messages, so a step's cost does not grow
         # with the thread (messages are whole steps: a window never splits a tool call from
         # its result).
-        window = pai_settings.CONTEXT_WINDOW_MESSAGES
-        rows = Message.objects.filter(
-            thread_id=lease.thread_id, in_context=True, status=Message.Status.COMMITTED
-        ).values_list("message_id", "role", "parts")
-        selected = list(rows.order_by("-id")[:window]) if window else list(rows.order_by("id"))
-        if window:
-            selected.reverse()
+        rows = context_rows(lease.thread_id, pai_settings.CONTEXT_WINDOW_MESSAGES)
         return [
-            UIMessage(id=mid, role=cast(MessageRole, role), parts=parts)
-            for mid, role, parts in selected
+            UIMessage(id=row["message_id"], role=cast(MessageRole, row["role"]), parts=row["parts"])
+            for row in rows
         ]
 
     def commit_step_sync(

@@ -17,10 +17,13 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from pai_agents.engine.store import Lease
+from pai_threads import services
+from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step
 from pai_threads.store.sql import (
     claim_update_sql,
     compiled_insert_sql,
+    context_rows,
     fenced_update_sql,
     held_exists_sql,
     held_runs,
@@ -147,3 +150,26 @@ def test_an_insert_is_the_statement_the_orm_compiles(
     orm_sql, orm_params = compiled_insert_sql(inserted_rows()[index], **options)
     assert sql == orm_sql
     assert comparable(params) == comparable(orm_params)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("window", [None, 2])
+def test_the_context_read_returns_what_the_orm_query_returns(window: int | None) -> None:
+    identity = Identity(scope_key="prebuilt", data={})
+    thread = services.create_thread(identity)
+    kinds = [(True, "committed"), (False, "committed"), (True, "committed"), (True, "open")]
+    for i, (in_context, status) in enumerate([*kinds, (True, "committed")]):
+        Message.objects.create(
+            message_id=f"msg_ctx_{i}",
+            thread=thread,
+            scope_key="prebuilt",
+            role="assistant",
+            parts=[{"type": "text", "text": f"é {i}"}],
+            in_context=in_context,
+            status=status,
+        )
+    rows = Message.objects.filter(thread=thread, in_context=True, status="committed")
+    expected = list(rows.order_by("id").values("message_id", "role", "parts"))
+    if window:
+        expected = expected[-window:]
+    assert context_rows(thread.id, window) == expected
