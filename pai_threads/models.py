@@ -112,7 +112,10 @@ class Run(models.Model):
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
 
     id = models.CharField(primary_key=True, max_length=40, default=_run_id, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    # Indexed by pai_run_thread_created (thread, created_at) and the active-run constraint.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
     scope_key = models.CharField(max_length=200)
     agent_name = models.CharField(max_length=100)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
@@ -204,8 +207,14 @@ class Message(models.Model):
         Thread, on_delete=models.CASCADE, related_name="messages", db_index=False
     )
     scope_key = models.CharField(max_length=200)
+    # Indexed by pai_msg_run (no varchar_pattern_ops twin: run ids are never LIKE-matched).
     run = models.ForeignKey(
-        Run, on_delete=models.CASCADE, null=True, blank=True, related_name="messages"
+        Run,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="messages",
+        db_index=False,
     )
     role = models.CharField(max_length=16)
     parts = models.JSONField(default=list)
@@ -247,6 +256,7 @@ class Message(models.Model):
         indexes = [
             # Thread order: the tail check of a checkpoint (MF-043) is one index probe.
             models.Index(fields=["thread", "id"], name="pai_msg_thread_position"),
+            models.Index(fields=["run"], name="pai_msg_run"),
             models.Index(
                 fields=["thread", "id"], condition=Q(in_transcript=True), name="pai_msg_transcript"
             ),
@@ -305,7 +315,8 @@ class RewriteDelivery(models.Model):
 
 
 class Step(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    # Indexed by the unique (run, index) constraint, which leads with it.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps", db_index=False)
     index = models.PositiveIntegerField()
     message = models.ForeignKey(
         Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

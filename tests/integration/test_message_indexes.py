@@ -32,3 +32,34 @@ def test_no_plain_index_repeats_the_thread_position_index() -> None:
     ]
     assert plain == []
     assert _indexes()["pai_msg_thread_position"]["columns"] == ["thread_id", "id"]
+
+
+def _indexes_of(table: str) -> dict[str, dict[str, object]]:
+    with connection.cursor() as cursor:
+        return connection.introspection.get_constraints(cursor, table)
+
+
+def _plain_on(table: str, columns: list[str]) -> list[str]:
+    return sorted(
+        name
+        for name, info in _indexes_of(table).items()
+        if info["columns"] == columns
+        and info["index"]
+        and not info["unique"]
+        and not info["primary_key"]
+    )
+
+
+def test_run_and_step_writes_maintain_no_redundant_index() -> None:
+    """Migration 0008 (issue 16): one index per access path, the invariants' kept."""
+    assert _plain_on("pai_threads_run", ["thread_id"]) == []
+    assert _plain_on("pai_threads_run", ["id"]) == []
+    assert _plain_on("pai_threads_step", ["run_id"]) == []
+    assert _plain_on("pai_threads_message", ["run_id"]) == ["pai_msg_run"]
+    run = _indexes_of("pai_threads_run")
+    assert run["pai_one_active_run_per_thread"]["unique"] is True
+    assert run["pai_run_thread_created"]["columns"] == ["thread_id", "created_at"]
+    assert _indexes_of("pai_threads_step")["pai_step_index_per_run"]["columns"] == [
+        "run_id",
+        "index",
+    ]
