@@ -27,6 +27,7 @@ from pai_threads.services.input_guard import check_text, lookup_id
 from pai_threads.store.admission import lock_thread
 from pai_threads.store.pagination import InvalidPageToken, decode_token, encode_token
 from pai_threads.store.rewrites import thread_metadata_defaults
+from pai_threads.store.rows import scoped_thread
 
 __all__ = [
     "MAX_TITLE",
@@ -91,10 +92,10 @@ def rename_thread(identity: Identity, thread_id: str, title: object) -> Thread:
 
 
 def get_thread(identity: Identity, thread_id: str) -> Thread:
-    try:
-        return Thread.objects.get(id=lookup_id(thread_id, "thread"), scope_key=identity.scope_key)
-    except Thread.DoesNotExist:
-        raise NotFound("thread not found") from None
+    thread = scoped_thread(lookup_id(thread_id, "thread"), identity.scope_key)
+    if thread is None:
+        raise NotFound("thread not found")
+    return thread
 
 
 def set_archived(identity: Identity, thread_id: str, archived: bool) -> Thread:

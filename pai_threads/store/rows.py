@@ -8,16 +8,17 @@ Like the store's other writes they send no ``pre_save``/``post_save`` signals.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from functools import cache
+from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Model
 from django.utils import timezone
 
 from pai_threads.models import Thread
-from pai_threads.store.sql import insert_sql, model_fields, qn
+from pai_threads.store.sql import convert, insert_sql, model_fields, qn
 
-__all__ = ["insert_row", "touch_thread"]
+__all__ = ["insert_row", "scoped_thread", "touch_thread"]
 
 M = TypeVar("M", bound=Model)
 
@@ -47,3 +48,28 @@ def touch_thread(thread_id: str) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(sql, [field.get_db_prep_save(timezone.now(), connection), thread_id])
         return cursor.rowcount == 1
+
+
+@cache
+def _thread_select(vendor: str) -> tuple[str, tuple[Any, ...]]:
+    fields = tuple(Thread._meta.concrete_fields)
+    table = qn(Thread._meta.db_table)
+    names = ", ".join(f"{table}.{qn(str(f.column))}" for f in fields)
+    sql = (
+        f"SELECT {names} FROM {table} WHERE ({table}.{qn('id')} = %s "  # noqa: S608
+        f"AND {table}.{qn('scope_key')} = %s)"
+    )
+    return sql, fields
+
+
+def scoped_thread(thread_id: str, scope_key: str) -> Thread | None:
+    """``Thread.objects.get(id=..., scope_key=...)`` (None when absent), its SELECT built
+    once: every send and every thread request starts with it."""
+    sql, fields = _thread_select(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [thread_id, scope_key])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = convert(fields, row)
+    return Thread.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values()))

@@ -19,7 +19,8 @@ from django.utils import timezone
 from pai_agents.engine.store import Lease
 from pai_threads import services
 from pai_threads.identity import Identity
-from pai_threads.models import Message, Run, Step
+from pai_threads.models import Message, Run, Step, Thread
+from pai_threads.store.rows import scoped_thread
 from pai_threads.store.sql import (
     claim_update_sql,
     compiled_insert_sql,
@@ -173,3 +174,15 @@ def test_the_context_read_returns_what_the_orm_query_returns(window: int | None)
     if window:
         expected = expected[-window:]
     assert context_rows(thread.id, window) == expected
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scoped_thread_read_is_the_orms_row_and_never_another_scopes() -> None:
+    thread = services.create_thread(Identity(scope_key="prebuilt", data={}))
+    Thread.objects.filter(pk=thread.pk).update(metadata={"k": ["é", 1.5]}, title="T")
+    expected = Thread.objects.get(pk=thread.pk)
+    got = scoped_thread(thread.pk, "prebuilt")
+    assert got is not None and not got._state.adding
+    fields = [f.attname for f in Thread._meta.concrete_fields]
+    assert [getattr(got, f) for f in fields] == [getattr(expected, f) for f in fields]
+    assert scoped_thread(thread.pk, "another scope") is None
