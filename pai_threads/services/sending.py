@@ -32,7 +32,7 @@ from pai_threads.services.input_guard import check_json, validate_user_message
 from pai_threads.services.threads import get_thread
 from pai_threads.store.admission import dispatch_after_commit
 from pai_threads.store.rewrites import run_metadata_defaults
-from pai_threads.store.rows import insert_row, touch_thread
+from pai_threads.store.rows import active_run, insert_row, touch_thread
 
 __all__ = ["SEND_POLICIES", "SendResult", "send"]
 
@@ -114,7 +114,7 @@ def send(
                 existing = _existing_send(thread, message_id)
                 if existing is not None:
                     return existing
-            active = Run.objects.active().filter(thread=thread).only("id", "status").first()
+            active = active_run(thread.pk)
             if active is not None:
                 return _enqueue(
                     thread, active, payload, trusted_identity, data, policy or agent.send_policy

@@ -15,10 +15,10 @@ from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Model
 from django.utils import timezone
 
-from pai_threads.models import Thread
+from pai_threads.models import Run, Thread
 from pai_threads.store.sql import convert, insert_sql, model_fields, qn
 
-__all__ = ["insert_row", "scoped_thread", "touch_thread"]
+__all__ = ["active_run", "insert_row", "scoped_thread", "touch_thread"]
 
 M = TypeVar("M", bound=Model)
 
@@ -73,3 +73,25 @@ def scoped_thread(thread_id: str, scope_key: str) -> Thread | None:
         return None
     values = convert(fields, row)
     return Thread.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values()))
+
+
+@cache
+def _active_select(vendor: str) -> str:
+    table = qn(Run._meta.db_table)
+    marks = ", ".join("%s" for _ in Run.ACTIVE)
+    return (
+        f"SELECT {table}.{qn('id')}, {table}.{qn('status')} FROM {table} "  # noqa: S608
+        f"WHERE ({table}.{qn('status')} IN ({marks}) AND {table}.{qn('thread_id')} = %s) "
+        f"ORDER BY {table}.{qn('created_at')} ASC LIMIT 1"
+    )
+
+
+def active_run(thread_id: str) -> Run | None:
+    """The thread's active run (id and status loaded, the rest deferred), or None: what
+    ``Run.objects.active().filter(thread=...).only("id", "status").first()`` returns."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _active_select(connection.vendor), [*(s.value for s in Run.ACTIVE), thread_id]
+        )
+        row = cursor.fetchone()
+    return None if row is None else Run.from_db(DEFAULT_DB_ALIAS, ["id", "status"], list(row))

@@ -20,7 +20,7 @@ from pai_agents.engine.store import Lease
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step, Thread
-from pai_threads.store.rows import scoped_thread
+from pai_threads.store.rows import active_run, scoped_thread
 from pai_threads.store.sql import (
     claim_update_sql,
     compiled_insert_sql,
@@ -186,3 +186,19 @@ def test_a_scoped_thread_read_is_the_orms_row_and_never_another_scopes() -> None
     fields = [f.attname for f in Thread._meta.concrete_fields]
     assert [getattr(got, f) for f in fields] == [getattr(expected, f) for f in fields]
     assert scoped_thread(thread.pk, "another scope") is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_active_run_read_finds_what_the_orm_finds() -> None:
+    thread = services.create_thread(Identity(scope_key="prebuilt", data={}))
+    assert active_run(thread.pk) is None
+    Run.objects.create(thread=thread, scope_key="prebuilt", agent_name="a", status="completed")
+    assert active_run(thread.pk) is None
+    waiting = Run.objects.create(
+        thread=thread, scope_key="prebuilt", agent_name="a", status="waiting"
+    )
+    found = active_run(thread.pk)
+    expected = Run.objects.active().filter(thread=thread).only("id", "status").first()
+    assert found is not None and expected is not None
+    assert (found.pk, found.status) == (expected.pk, expected.status) == (waiting.pk, "waiting")
+    assert found.agent_name == "a"  # deferred fields load on access, as with .only()
