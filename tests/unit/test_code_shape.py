@@ -16,20 +16,22 @@ import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("pai_agents", "pai_threads", "pai_project")
+# The size rule also holds for the benchmarks (the private-name and cycle rules do not).
+SIZED = (*PACKAGES, "benchmarks")
 MAX_LINES = 500
 
 # Modules over MAX_LINES today, with their size: none may grow, none may join.
-OVERSIZE = {}
+OVERSIZE: dict[str, int] = {}
 
 # Strongly connected components of the module import graph (function-level imports count:
 # they only hide a cycle). None may grow, none may appear.
-CYCLES = []
+CYCLES: list[set[str]] = []
 
 
-def _sources() -> list[Path]:
+def _sources(packages: tuple[str, ...] = PACKAGES) -> list[Path]:
     return sorted(
         path
-        for package in PACKAGES
+        for package in packages
         for path in (ROOT / package).rglob("*.py")
         if "migrations" not in path.parts
     )
@@ -41,7 +43,9 @@ def _module_name(path: Path) -> str:
 
 
 def test_no_module_grows_past_500_lines() -> None:
-    sizes = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in _sources()}
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in _sources(SIZED)
+    }
     over = {name: n for name, n in sizes.items() if n > MAX_LINES}
     new = {name: n for name, n in over.items() if name not in OVERSIZE}
     grown = {name: n for name, n in over.items() if name in OVERSIZE and n > OVERSIZE[name]}
