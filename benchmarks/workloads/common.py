@@ -60,6 +60,8 @@ class Bench:
         from pai_threads import services
 
         result = services.send(self.identity, thread_id, USER_MESSAGE, dispatch=dispatch)
+        if result.run is None:
+            raise RuntimeError(f"benchmark send to {thread_id} started no run")
         return result.run.id
 
     def execute(self, run_id: str) -> None:
