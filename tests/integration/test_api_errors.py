@@ -21,6 +21,7 @@ from django.test import Client
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import Message, QueueItem, Run, Thread
+from tests.support.durable_harness import wait_terminal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,6 +124,9 @@ def test_every_client_error_status_uses_the_envelope(
     ]
     for response, status, code in cases:
         assert_envelope(response, status, code)
+    # The approved run resumes on the in-process executor: let it end while its agent is
+    # still registered, so nothing of this test runs into the next one.
+    wait_terminal(run.id)
 
     settings.PAI = {**settings.PAI, "IDENTITY_RESOLVER": f"{__name__}.no_identity"}
     assert_envelope(client.get(f"{API}/threads"), 401, "unauthenticated")

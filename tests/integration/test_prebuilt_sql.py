@@ -60,10 +60,26 @@ def comparable(params: list[Any]) -> list[Any]:
     return [getattr(p, "obj", p) for p in params]
 
 
+def nulls_inlined(sql: str, params: list[Any]) -> tuple[str, list[Any]]:
+    """The statement with each ``None`` parameter written as ``NULL``: Django 5.2 compiles a
+    ``None`` update value so, Django 6 as a parameter (the same statement)."""
+    pieces = sql.split("%s")
+    out, kept = [pieces[0]], []
+    for param, piece in zip(params, pieces[1:], strict=True):
+        if param is None:
+            out.append("NULL")
+        else:
+            out.append("%s")
+            kept.append(param)
+        out.append(piece)
+    return "".join(out), kept
+
+
 @pytest.mark.parametrize("changes", CHANGES, ids=lambda c: ",".join(c) or "lock only")
 def test_the_fencing_update_is_the_statement_the_orm_compiles(changes: dict[str, Any]) -> None:
     orm_sql, orm_params = update_sql(held_runs(LEASE), changes or {"lease_token": F("lease_token")})
     sql, params = fenced_update_sql(LEASE, changes)
+    orm_sql, orm_params = nulls_inlined(orm_sql, list(orm_params))
     assert sql == orm_sql
     assert comparable(params) == comparable(orm_params)
 
