@@ -6,6 +6,8 @@ one fact: there is never a moment with queued input and no run to drain it.
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.db import connection, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
@@ -38,10 +40,15 @@ def lock_thread(thread_id: str) -> None:
     there the SELECT would lock nothing: it is not sent.
     """
     if connection.features.has_select_for_update:
-        table = qn(Thread._meta.db_table)
-        sql = f"SELECT {table}.{qn('id')} FROM {table} WHERE {table}.{qn('id')} = %s"  # noqa: S608
         with connection.cursor() as cursor:
-            cursor.execute(f"{sql} {connection.ops.for_update_sql()}", [thread_id])
+            cursor.execute(_lock_sql(connection.vendor), [thread_id])
+
+
+@cache
+def _lock_sql(vendor: str) -> str:
+    table = qn(Thread._meta.db_table)
+    sql = f"SELECT {table}.{qn('id')} FROM {table} WHERE {table}.{qn('id')} = %s"  # noqa: S608
+    return f"{sql} {connection.ops.for_update_sql()}"
 
 
 def admit_next(thread_id: str) -> Run | None:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, close_old_connections, connection, connections
+from django.db import close_old_connections, connection, connections
 
 from pai_threads.conf import pai_settings
 
@@ -65,7 +65,7 @@ def _drop_cut_connections() -> None:
             conn.close()
 
 
-def _settle_connections(failed: BaseException | None) -> None:
+def _settle_connections() -> None:
     """After a call: keep each open connection unless the call left it unusable."""
     for conn in connections.all(initialized_only=True):
         if conn.connection is None:
@@ -75,9 +75,7 @@ def _settle_connections(failed: BaseException | None) -> None:
             # close it (the server rolls back) and let the next call start a new wrapper.
             conn.close()
             del connections[conn.alias]
-        elif isinstance(failed, DatabaseError) and not conn.is_usable():
-            conn.close()
-        elif conn.errors_occurred:
+        elif conn.errors_occurred:  # set by any database error but data/integrity ones
             if conn.is_usable():
                 conn.errors_occurred = False
             else:
@@ -128,7 +126,7 @@ class StoreThreads:
             except BaseException as exc:  # handed to the awaiting coroutine
                 error = exc
             try:
-                _settle_connections(error)
+                _settle_connections()
             except Exception:  # never lose the call's own outcome to the cleanup
                 connection.close()
             # A loop that closed while the call ran has nobody awaiting it any more.
@@ -157,6 +155,9 @@ _threads: StoreThreads | None = None
 def store_threads() -> StoreThreads:
     """The process's store threads, started on first use (``PAI["STORE_THREADS"]`` of them)."""
     global _threads
+    threads = _threads  # started: no lock on the hot path
+    if threads is not None:
+        return threads
     with _lock:
         if _threads is None:
             _threads = StoreThreads(int(pai_settings.STORE_THREADS))

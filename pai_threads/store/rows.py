@@ -39,14 +39,21 @@ def insert_row(obj: M) -> M:
     return obj
 
 
+_UPDATED_AT = model_fields(Thread, ("updated_at",))[0]
+
+
+@cache
+def _touch(vendor: str) -> str:
+    table = qn(Thread._meta.db_table)
+    return f"UPDATE {table} SET {qn('updated_at')} = %s WHERE {table}.{qn('id')} = %s"  # noqa: S608
+
+
 def touch_thread(thread_id: str) -> bool:
     """``updated_at = now`` on the thread (taking its row lock until commit); False when the
     thread is gone."""
-    table = qn(Thread._meta.db_table)
-    field = model_fields(Thread, ("updated_at",))[0]
-    sql = f"UPDATE {table} SET {qn('updated_at')} = %s WHERE {table}.{qn('id')} = %s"  # noqa: S608
+    now = _UPDATED_AT.get_db_prep_save(timezone.now(), connection)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [field.get_db_prep_save(timezone.now(), connection), thread_id])
+        cursor.execute(_touch(connection.vendor), [now, thread_id])
         return cursor.rowcount == 1
 
 

@@ -16,7 +16,7 @@ Returned values go through the fields' database converters, exactly as a SELECT'
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, cast
@@ -165,6 +165,12 @@ def model_fields(model: type[Model], names: Iterable[str]) -> tuple[Field[Any, A
     return tuple(cast("Field[Any, Any]", model._meta.get_field(name)) for name in names)
 
 
+# The fields of the prebuilt statements below, looked up once.
+_PARTS_FIELDS = model_fields(Message, ("parts", "updated_at"))
+_CONTEXT_FIELDS = model_fields(Message, ("message_id", "role", "parts"))
+_CLAIM_TIME_FIELDS = model_fields(Run, ("lease_expires_at",))
+
+
 # Statement text depends on the database vendor only, never on a call's values: built once
 # per vendor. Reaching Django's ``connection`` proxy costs a thread-local lookup, which a
 # statement built piece by piece paid a hundred times per step (docs/benchmarks.md, W1).
@@ -207,7 +213,7 @@ def _claim_update(vendor: str) -> str:
     table = qn(Run._meta.db_table)
 
     def col(name: str) -> str:
-        return f"{table}.{qn(name)}"
+        return column_of(Run._meta.db_table, name)
 
     return (
         f"UPDATE {table} SET {qn('status')} = %s, {qn('lease_owner')} = %s, "  # noqa: S608
@@ -225,7 +231,7 @@ def claim_update_sql(
     """The claim's conditional UPDATE (queued, or running with an expired lease: the token
     and attempt incremented), as the ORM compiles it, its text built once."""
     conn = connections[DEFAULT_DB_ALIAS]
-    moment = Run._meta.get_field("lease_expires_at")
+    (moment,) = _CLAIM_TIME_FIELDS
     running, queued = Run.Status.RUNNING.value, Run.Status.QUEUED.value
     at = moment.get_db_prep_save(now, connection=conn)
     params = [running, owner, moment.get_db_prep_save(expires, connection=conn), 1, 1, at]
@@ -246,9 +252,9 @@ def parts_update_sql(
 ) -> tuple[str, list[Any]]:
     """``UPDATE`` one message's parts (by run and message id), its text built once."""
     conn = connections[DEFAULT_DB_ALIAS]
-    fields = model_fields(Message, ("parts", "updated_at"))
     params = [
-        f.get_db_prep_save(v, connection=conn) for f, v in zip(fields, (parts, now), strict=True)
+        f.get_db_prep_save(v, connection=conn)
+        for f, v in zip(_PARTS_FIELDS, (parts, now), strict=True)
     ]
     return _parts_update(conn.vendor), [*params, message_id, run_id]
 
@@ -256,7 +262,7 @@ def parts_update_sql(
 @cache
 def _context_select(vendor: str, windowed: bool) -> str:
     table = qn(Message._meta.db_table)
-    names = ", ".join(f"{table}.{qn(n)}" for n in ("message_id", "role", "parts"))
+    names = ", ".join(f"{table}.{qn(str(f.column))}" for f in _CONTEXT_FIELDS)
     sql = (
         f"SELECT {names} FROM {table} WHERE ({table}.{qn('in_context')} "  # noqa: S608
         f"AND {table}.{qn('status')} = %s AND {table}.{qn('thread_id')} = %s) "
@@ -276,15 +282,11 @@ def context_rows(thread_id: str, window: int | None) -> list[ReturnedRow]:
         raw = cursor.fetchall()
     if window:
         raw.reverse()
-    fields = model_fields(Message, ("message_id", "role", "parts"))
-    return [convert(fields, values) for values in raw]
+    return [convert(_CONTEXT_FIELDS, values) for values in raw]
 
 
 def returning_sql(fields: Sequence[Field[Any, Any]], table: str) -> str:
     return _returning(connection.vendor, tuple(fields), table)
-
-
-Converter = Callable[[Any, Any, Any], Any]
 
 
 @cache
@@ -312,8 +314,9 @@ def convert(fields: Sequence[Field[Any, Any]], values: Iterable[Any]) -> Returne
 
 
 @cache
-def _queued(vendor: str, thread_column: str) -> str:
-    table = qn(QueueItem._meta.db_table)
+def _thread_rows_exist(vendor: str, table_name: str, thread_column: str) -> str:
+    """``EXISTS`` a row of ``table_name`` for the thread in ``thread_column``, by status."""
+    table = qn(table_name)
     return (
         f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{qn('thread_id')} = {thread_column} "  # noqa: S608
         f"AND {table}.{qn('status')} = %s)"
@@ -322,7 +325,8 @@ def _queued(vendor: str, thread_column: str) -> str:
 
 def queued_sql(thread_column: str) -> tuple[str, list[Any]]:
     """``EXISTS`` queued input for the thread in ``thread_column`` (a qualified column)."""
-    return _queued(connection.vendor, thread_column), [QueueItem.Status.QUEUED.value]
+    sql = _thread_rows_exist(connection.vendor, QueueItem._meta.db_table, thread_column)
+    return sql, [QueueItem.Status.QUEUED.value]
 
 
 def insert_sql(
@@ -424,18 +428,10 @@ def compiled_insert_sql(
     return _insert_statement(type(obj), fields, ", ".join(values), source, returning), params
 
 
-@cache
-def _pending(vendor: str, thread_column: str) -> str:
-    table = qn(PendingAction._meta.db_table)
-    return (
-        f"EXISTS (SELECT 1 FROM {table} WHERE {table}.{qn('thread_id')} = {thread_column} "  # noqa: S608
-        f"AND {table}.{qn('status')} = %s)"
-    )
-
-
 def pending_sql(thread_column: str) -> tuple[str, list[Any]]:
     """``EXISTS`` a pending action for the thread in ``thread_column``."""
-    return _pending(connection.vendor, thread_column), [PendingAction.Status.PENDING.value]
+    sql = _thread_rows_exist(connection.vendor, PendingAction._meta.db_table, thread_column)
+    return sql, [PendingAction.Status.PENDING.value]
 
 
 @cache

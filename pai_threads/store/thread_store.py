@@ -334,9 +334,7 @@ class ORMThreadStore:
         return suspend_history_of(lease.run_id, tool_call_ids)
 
     def take_steering_sync(self, lease: Lease) -> list[UIMessage]:
-        if self.facts.queue_empty(lease.run_id):
-            # A write of this execution just saw no queued input at all: nothing to take.
-            return []
+        # (take_steering skips this call when a write just saw no queued input at all.)
         # One read when there is nothing to take (the usual case): no transaction, no commit.
         head = QueueItem.objects.filter(
             thread_id=lease.thread_id, status=QueueItem.Status.QUEUED
@@ -458,7 +456,8 @@ class ORMThreadStore:
     async def take_steering(self, lease: Lease) -> list[UIMessage]:
         self._drop_claimed_context(lease)
         if self.facts.queue_empty(lease.run_id):
-            return []  # known without the database: no thread hop either
+            # A write of this execution just saw no queued input: nothing to take, no hop.
+            return []
         return await _db(self.take_steering_sync, lease)
 
     async def finish_run(
