@@ -422,12 +422,24 @@ class InMemoryThreadStore:
     def append_lifecycle_message(
         self, thread_id: str, message: UIMessage, *, context: bool
     ) -> None:
-        """Store a message a lifecycle hook appended (no run; see ``EngineLifecycleBackend``)."""
-        self._append(
-            MemoryMessage(
-                message=message, thread_id=thread_id, run_id=None, position=0, context=context
+        """Store a message a lifecycle hook appended (no run; see ``EngineLifecycleBackend``).
+
+        MF-043: a hook may append while a step streams into the open tail message; the open
+        message then moves behind the appended one, so it stays the thread's tail and the
+        next checkpoint streams on (LC-011, LC-032: the append is not refused either)."""
+        with self._lock:
+            open_tail = next(
+                (m for m in self.messages if m.thread_id == thread_id and m.status == "open"),
+                None,
             )
-        )
+            self._append(
+                MemoryMessage(
+                    message=message, thread_id=thread_id, run_id=None, position=0, context=context
+                )
+            )
+            if open_tail is not None:
+                self.messages.remove(open_tail)
+                self._append(open_tail)
 
     # -- internals --
 

@@ -79,6 +79,23 @@ def _rows(scope: ThreadScope) -> Any:
     )
 
 
+def _keep_open_tail(thread_id: str, first_appended: int) -> None:
+    """MF-043: only the thread's tail may be open, and a hook may append while a step
+    streams into the open message (LC-011, LC-032): the open row moves behind the appended
+    ones (a new position, its creation time kept), so the step's next checkpoint and its
+    commit find it at the tail. No step row refers to an open message yet."""
+    row = Message.objects.filter(
+        thread_id=thread_id, status=Message.Status.OPEN, pk__lt=first_appended
+    ).first()
+    if row is None:
+        return
+    created = row.created_at
+    Message.objects.filter(pk=row.pk).delete()
+    row.pk = None
+    row.save(force_insert=True)
+    Message.objects.filter(pk=row.pk).update(created_at=created)
+
+
 def _publish_on_commit(thread_id: str, events: Sequence[RunEvent]) -> None:
     """Publish ``events`` after the current transaction commits (never for a rollback)."""
     if events:
@@ -139,6 +156,8 @@ class ORMLifecycleBackend:
             )
             for message in write.appended
         ]
+        if appended:
+            _keep_open_tail(scope.thread_id, appended[0].pk)
         for message_id, visibility in write.visibility.items():
             _rows(scope).filter(message_id=message_id).update(
                 in_transcript=visibility.transcript, in_context=visibility.context
