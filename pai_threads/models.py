@@ -76,6 +76,10 @@ class Thread(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
+        # Operators without it see that private data exists, not what it says (the console).
+        permissions = [
+            ("view_private_metadata", "Can view private metadata and error details"),
+        ]
         indexes = [
             models.Index(fields=["scope_key", "-updated_at", "id"], name="pai_thread_scope_recent"),
             models.Index(

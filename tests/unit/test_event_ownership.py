@@ -24,7 +24,7 @@ TRANSPORTS = [
     "pai_threads/api/files.py",
     "pai_threads/websocket/commands.py",
     "pai_threads/websocket/consumers.py",
-    "pai_threads/admin.py",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pai_threads/admin").glob("*.py")),
 ]
 # What publishing is: the delivery of events to subscribers, and the after-commit helper.
 PUBLISHING = {

@@ -1,0 +1,81 @@
+"""Runs in the console: status, lease and attempts, and a timeline of their steps."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.safestring import SafeString
+
+from pai_threads import services
+from pai_threads.admin.base import ReadOnlyAdmin, json_display
+from pai_threads.admin.steps import StepInline, render_timeline
+from pai_threads.execution.recovery import recover_runs
+from pai_threads.identity import Identity
+from pai_threads.models import Run
+
+__all__ = ["RunAdmin"]
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "thread",
+        "agent_name",
+        "status",
+        "initiator",
+        "step_count",
+        "attempt",
+        "created_at",
+    )
+    list_filter = ("status", "initiator", "agent_name", "created_at")
+    search_fields = ("id", "thread__id", "thread__title", "scope_key")
+    list_select_related = ("thread",)
+    date_hierarchy = "created_at"
+    public_fields = (
+        "id",
+        "thread",
+        "scope_key",
+        "agent_name",
+        "status",
+        "initiator",
+        "lease_owner",
+        "lease_expires_at",
+        "lease_token",
+        "attempt",
+        "step_count",
+        "cancel_requested_at",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "usage_pretty",
+        "public_metadata",
+        "timeline",
+    )
+    private_fields = ("error_pretty", "private_metadata_pretty")
+    inlines = [StepInline]
+    actions = ["cancel_runs", "redispatch_stalled"]
+
+    usage_pretty = json_display("usage", "usage")
+
+    public_metadata = json_display("metadata", "metadata")
+
+    error_pretty = json_display("error", "error (private details)")
+
+    private_metadata_pretty = json_display("private_metadata", "private metadata")
+
+    @admin.display(description="steps")
+    def timeline(self, obj: Run) -> SafeString:
+        return render_timeline(obj.steps.select_related("message").order_by("index"))
+
+    @admin.action(description="Cancel the selected runs")
+    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        for run in queryset:
+            # Trusted operator action: act in the run's own scope (the cancel publishes).
+            services.cancel_run(Identity(scope_key=run.scope_key), run.id)
+        messages.info(request, f"Cancel requested for {queryset.count()} run(s).")
+
+    @admin.action(description="Re-dispatch all stalled runs (sweeper)")
+    def redispatch_stalled(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        messages.info(request, f"Re-dispatched {len(recover_runs())} stalled run(s).")

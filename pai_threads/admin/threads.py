@@ -1,0 +1,51 @@
+"""Threads in the console: who owns them, which agent, what they hold."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from pai_threads.admin.base import ReadOnlyAdmin, ReadOnlyInline, json_display, short
+from pai_threads.models import Run, Thread
+
+__all__ = ["RunInline", "ThreadAdmin"]
+
+
+class RunInline(ReadOnlyInline):
+    model = Run
+    fields = ("id", "status", "initiator", "step_count", "attempt", "created_at", "finished_at")
+    readonly_fields = fields
+    ordering = ("-created_at",)
+
+
+@admin.register(Thread)
+class ThreadAdmin(ReadOnlyAdmin):
+    list_display = ("id", "title_short", "agent_name", "scope_short", "archived", "updated_at")
+    list_filter = ("agent_name", "archived", "title_source", "created_at", "updated_at")
+    search_fields = ("id", "title", "scope_key")
+    date_hierarchy = "updated_at"
+    public_fields = (
+        "id",
+        "title",
+        "title_source",
+        "agent_name",
+        "scope_key",
+        "archived",
+        "version",
+        "created_at",
+        "updated_at",
+        "public_metadata",
+    )
+    private_fields = ("private_metadata_pretty",)
+    inlines = [RunInline]
+
+    @admin.display(description="title", ordering="title")
+    def title_short(self, obj: Thread) -> str:
+        return short(obj.title, 48) or "—"
+
+    @admin.display(description="scope", ordering="scope_key")
+    def scope_short(self, obj: Thread) -> str:
+        return short(obj.scope_key, 32)
+
+    public_metadata = json_display("metadata", "metadata")
+
+    private_metadata_pretty = json_display("private_metadata", "private metadata")
