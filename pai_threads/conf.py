@@ -74,6 +74,12 @@ DEFAULTS: dict[str, Any] = {
     # database connection open between calls (pai_threads.store.db): at most this many store
     # calls at once, and this many connections held.
     "STORE_THREADS": 4,
+    # Prices per million tokens by model id ("gpt-4o-mini") or "provider:model id", in any
+    # currency as long as it is one: {"input": "0.15", "output": "0.60", "cachedInput":
+    # "0.075", "reasoning": ...}. Cached input defaults to the input price and reasoning
+    # to the output price (both are parts of the input and output counts). Models missing
+    # here have no cost (pai_threads.usage).
+    "MODEL_PRICES": {},
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,
