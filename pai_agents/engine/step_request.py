@@ -39,6 +39,9 @@ async def step_context(state: RunState, step: StepInfo) -> list[ModelMessage]:
             ids = [m["id"] for m in history]
             if through.id in ids:
                 history = history[: ids.index(through.id) + 1]
+            else:  # the anchor is hidden from context: drop what came after it
+                later = await _context_after(state, through.id)
+                history = [m for m in history if m["id"] not in later]
         state.history = history
         return await state.model_context(history)
 
@@ -54,6 +57,21 @@ async def step_context(state: RunState, step: StepInfo) -> list[ModelMessage]:
         leaf,
     )
     return list(resolved)
+
+
+async def _context_after(state: RunState, message_id: str) -> set[str]:
+    """Ids of the context-visible messages stored after ``message_id`` (LC-047: appended
+    after the step started; usually none, so this reads one short page)."""
+    later: set[str] = set()
+    token: str | None = None
+    while True:
+        page = await state.facades.resolver_thread.messages.list(
+            view="context", after_message_id=message_id, page_token=token
+        )
+        later.update(m.id for m in page.items)
+        token = page.next_page_token
+        if token is None:
+            return later
 
 
 async def step_request(
