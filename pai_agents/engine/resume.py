@@ -4,6 +4,8 @@ Answered approvals execute (marked as executing first: at most once), denied one
 ``output-denied``, client-submitted or manually fulfilled results are validated (LC-142),
 calls a dead worker was executing become recovery errors (or run again when the tool is
 idempotent). Every final result passes the tool hooks with its source (LC-133, LC-137).
+The continuation restates each answered approval (``tool-approval-response``) before the
+results, so a client folding it onto the message as it streamed rebuilds the stored one.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
     resumed: dict[str, ResumeEntry] = {}
     answered: dict[str, Mapping[str, Any]] = {}  # client/manual results, by call id
     inputs: dict[str, tuple[str, Any]] = {}
+    answers: list[UIMessageChunk] = []  # the answered approvals, restated first
     for part in message["parts"]:
         name = tool_name_of(part)
         if name is None or part.get("providerExecuted") is True:
@@ -68,6 +71,7 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
         if status == "approval-requested":
             continue
         if status == "approval-responded":
+            answers.append(_approval_answer(part))
             if not part.get("approval", {}).get("approved"):
                 chunks.append({"type": "tool-output-denied", "toolCallId": call_id})
             elif call_id in claim.executing_tool_calls or tool is None or tool.execute is None:
@@ -121,7 +125,7 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
         )
         for c in chunks
     ]
-    await generation.emit({"type": "start", "messageId": generation.message_id}, *settled)
+    await generation.emit({"type": "start", "messageId": generation.message_id}, *answers, *settled)
     if approved:
         await state.store.begin_actions(claim.lease, tool_call_ids=approved)
     executed = await run_tools(state, to_execute, generation)
@@ -213,6 +217,21 @@ def _client_result(
         "output": output,
         "toolMetadata": {"pai": {"source": source}},
     }
+
+
+def _approval_answer(part: Mapping[str, Any]) -> UIMessageChunk:
+    """The stored answer of an approval as its chunk: the continuation carries it, so a
+    client that folds onto the message as it streamed (``approval-requested``) rebuilds the
+    stored one without waiting for ``message.committed``."""
+    approval = part.get("approval") or {}
+    chunk: UIMessageChunk = {
+        "type": "tool-approval-response",
+        "approvalId": str(approval.get("id")),
+        "approved": approval.get("approved") is True,
+    }
+    if isinstance(approval.get("reason"), str):
+        chunk["reason"] = approval["reason"]
+    return chunk
 
 
 def _rejected(part: Mapping[str, Any], result: UIMessageChunk) -> bool:
