@@ -23,12 +23,13 @@ from pai_agents.engine.stream_transform import transformed_stream, translate_par
 from pai_agents.ids import new_id
 from pai_agents.lifecycle.inputs import StepInfo
 from pai_agents.lifecycle.request import ModelStepRequest
-from pai_agents.lifecycle.results import AssistantResponse, Respond
+from pai_agents.lifecycle.results import AssistantResponse, LifecycleResultError, Respond
 from pai_agents.lifecycle.streams import StepAborted, synthetic_step_stream
+from pai_agents.lifecycle.validation import validated_bag
 from pai_agents.messages.types import UIMessageChunk
 from pai_agents.models.base import add_usage
 
-__all__ = ["abort_by_policy", "commit_response", "respond_without_model"]
+__all__ = ["abort_by_policy", "commit_response", "respond_without_model", "response_metadata"]
 
 
 async def respond_without_model(state: RunState, decision: Respond) -> RunOutcome:
@@ -67,6 +68,7 @@ async def commit_response(
     error: Mapping[str, Any] | None = None,
 ) -> RunOutcome:
     """Commit a hook-authored response as the step's message, with the run outcome."""
+    metadata = response_metadata(state, response)  # checked before anything streams
     generation = Generation(
         state.claim,
         state.sink,
@@ -80,7 +82,7 @@ async def commit_response(
     await generation.start(step=index)
     start: UIMessageChunk = {"type": "start", "messageId": generation.message_id}
     if response.metadata:
-        start["messageMetadata"] = dict(response.metadata)
+        start["messageMetadata"] = metadata
     await generation.emit(start, {"type": "start-step"})
     try:
         if transform and request is not None:
@@ -111,6 +113,27 @@ async def commit_response(
     )
     await commit_last_step(state, generation, record, outcome, replace_open=replace_open)
     return outcome
+
+
+def response_metadata(state: RunState, response: AssistantResponse) -> dict[str, Any]:
+    """A hook response's public message metadata, checked like every other metadata write:
+    ``pai`` is reserved (MF-008), the value is strict JSON and parsed by the agent's message
+    metadata schema (MF-007, AD-033); what streams is what is stored (LC-108)."""
+    if not response.metadata:
+        return {}
+    if "pai" in response.metadata:
+        raise LifecycleResultError("AssistantResponse.metadata: metadata.pai is reserved (MF-008)")
+    schema = state.agent.metadata_schemas.message
+    checked = dict(
+        validated_bag(
+            schema.public if schema is not None else None,
+            response.metadata,
+            "AssistantResponse.metadata",
+        )
+    )
+    if "pai" in checked:
+        raise LifecycleResultError("AssistantResponse.metadata: metadata.pai is reserved (MF-008)")
+    return checked
 
 
 async def abort_by_policy(

@@ -266,6 +266,12 @@ def output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[st
         "run_id": lease.run_id,
         "role": message["role"],
         "parts": stored_parts(message),
+        # A hook response's public metadata (checked in synthetic.response_metadata), as it
+        # streamed in ``start``: stored, so the committed row equals the live one (LC-108).
+        "metadata": ensure_strict_json(
+            {k: v for k, v in (message.get("metadata") or {}).items() if k != "pai"},
+            what="message metadata",
+        ),
         "producer": Message.Producer.MODEL,
         "relation": Message.Relation.OUTPUT,
         "step_index": step_index,

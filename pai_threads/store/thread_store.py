@@ -236,12 +236,14 @@ class ORMThreadStore:
             ).first()
             if row is not None:
                 row.message_id, row.parts = fields["message_id"], fields["parts"]
+                row.metadata = fields["metadata"]
                 row.usage, row.diagnostics = fields["usage"], fields["diagnostics"]
                 row.status = Message.Status.COMMITTED
                 row.save(
                     update_fields=[
                         "message_id",
                         "parts",
+                        "metadata",
                         "usage",
                         "diagnostics",
                         "status",
