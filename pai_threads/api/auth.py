@@ -10,7 +10,7 @@ from ninja.utils import check_csrf
 
 from pai_threads.identity import Identity, resolve_identity
 
-__all__ = ["IdentityAuth"]
+__all__ = ["IdentityAuth", "request_identity"]
 
 
 class IdentityAuth(AuthBase):
@@ -33,3 +33,10 @@ class IdentityAuth(AuthBase):
         if has_session_cookie and not exempt and check_csrf(request):
             raise HttpError(403, "CSRF check failed")
         return resolve_identity(request)
+
+
+def request_identity(request: HttpRequest) -> Identity:
+    """The identity :class:`IdentityAuth` resolved for this request (an operation's caller)."""
+    identity = request.auth  # type: ignore[attr-defined]
+    assert isinstance(identity, Identity)
+    return identity

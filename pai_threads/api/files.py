@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from pai_threads.api.auth import IdentityAuth
+from pai_threads.api.auth import IdentityAuth, request_identity
 from pai_threads.api.inputs import optional
 from pai_threads.api.schemas import errors
 from pai_threads.conf import pai_settings
@@ -104,12 +104,6 @@ class UploadAuth(IdentityAuth):
         return identity
 
 
-def _identity(request: HttpRequest) -> Identity:
-    identity = request.auth  # type: ignore[attr-defined]
-    assert isinstance(identity, Identity)
-    return identity
-
-
 def _metadata(raw: str | None) -> dict[str, Any] | None:
     if raw is None or raw == "":
         return None
@@ -139,7 +133,7 @@ def upload_file(
     """Upload a file (multipart field ``file``) into your partition, optionally bound to a
     thread; 413 when too large, 415 for a media type not accepted, 422 when malformed."""
     stored = files.upload_file(
-        _identity(request),
+        request_identity(request),
         file,
         media_type=_text(form.media_type, "mediaType"),
         filename=_text(form.filename if form.filename is not None else file.name, "filename"),
@@ -163,7 +157,7 @@ def upload_file(
 )
 def file_content(request: HttpRequest, file_id: str) -> FileResponse:
     """The stored bytes with their media type (images inline, other files as downloads)."""
-    row = files.get_file(_identity(request), lookup_id(file_id, "file"))
+    row = files.get_file(request_identity(request), lookup_id(file_id, "file"))
     try:
         content = default_storage.open(row.storage_name, "rb")
     except FileNotFoundError:

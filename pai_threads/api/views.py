@@ -17,7 +17,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from pydantic import ConfigDict, Field
 
 from pai_threads import services
-from pai_threads.api.auth import IdentityAuth
+from pai_threads.api.auth import IdentityAuth, request_identity
 from pai_threads.api.envelope import exception_response
 from pai_threads.api.files import router as files_router
 from pai_threads.api.openapi import PaiNinjaAPI
@@ -36,6 +36,7 @@ from pai_threads.api.schemas import (
     ThreadStateOut,
     errors,
 )
+from pai_threads.api.usage import router as usage_router
 from pai_threads.conf import pai_settings
 from pai_threads.errors import InvalidInput, PayloadTooLarge
 from pai_threads.events.projections import (
@@ -46,7 +47,6 @@ from pai_threads.events.projections import (
     thread_out,
 )
 from pai_threads.execution import registry
-from pai_threads.identity import Identity
 
 __all__ = ["api"]
 
@@ -60,15 +60,10 @@ api = PaiNinjaAPI(
     docs_url="/docs",
 )
 api.add_router("/files", files_router)
+api.add_router("/", usage_router)
 # ninja's own handlers (and its DEBUG traceback page) replaced: one envelope for all.
 for _error_class in (Exception, Http404, HttpError, NinjaValidationError):
     api.add_exception_handler(_error_class, exception_response)
-
-
-def _identity(request: HttpRequest) -> Identity:
-    identity = request.auth  # type: ignore[attr-defined]
-    assert isinstance(identity, Identity)
-    return identity
 
 
 class PageQuery(Schema):
@@ -95,7 +90,7 @@ def list_agents(request: HttpRequest) -> list[dict[str, Any]]:
 
 @api.post("/threads", response={201: ThreadOut, **errors(413)}, by_alias=True, tags=["threads"])
 def create_thread(request: HttpRequest, body: CreateThreadIn) -> Status[dict[str, Any]]:
-    thread = services.create_thread(_identity(request), agent=body.agent, title=body.title)
+    thread = services.create_thread(request_identity(request), agent=body.agent, title=body.title)
     return Status(201, thread_out(thread))
 
 
@@ -106,7 +101,7 @@ def list_threads(
     """Most recently updated first; ``archived=true|false`` lists only archived or only
     active threads (both when omitted)."""
     result = services.list_threads(
-        _identity(request), limit=page.limit, page_token=page.page_token, archived=archived
+        request_identity(request), limit=page.limit, page_token=page.page_token, archived=archived
     )
     return {
         "threads": [thread_out(t) for t in result.items],
@@ -118,7 +113,7 @@ def list_threads(
     "/threads/{thread_id}", response={200: ThreadOut, **errors()}, by_alias=True, tags=["threads"]
 )
 def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    return thread_out(services.get_thread(_identity(request), thread_id))
+    return thread_out(services.get_thread(request_identity(request), thread_id))
 
 
 @api.patch(
@@ -130,7 +125,7 @@ def get_thread(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 def update_thread(request: HttpRequest, thread_id: str, body: ThreadPatchIn) -> dict[str, Any]:
     """Rename (``title``) and/or archive or restore (``archived``) the thread (an empty
     body changes nothing); its websocket subscribers get ``thread.updated``."""
-    identity = _identity(request)
+    identity = request_identity(request)
     thread = services.get_thread(identity, thread_id)
     if body.title is not None:
         thread = services.rename_thread(identity, thread_id, body.title)
@@ -145,7 +140,7 @@ def update_thread(request: HttpRequest, thread_id: str, body: ThreadPatchIn) -> 
 def delete_thread(request: HttpRequest, thread_id: str) -> HttpResponse:
     """Delete the thread and everything in it (an active run is stopped first); its
     websocket subscribers get ``thread.deleted``. Another scope's thread is 404."""
-    services.delete_thread(_identity(request), thread_id)
+    services.delete_thread(request_identity(request), thread_id)
     return HttpResponse(status=204)
 
 
@@ -166,7 +161,11 @@ def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[d
         else {"role": "user", "parts": [{"type": "text", "text": body.text}]}
     )
     result = services.send(
-        _identity(request), thread_id, message, client_data=body.client_data, policy=body.policy
+        request_identity(request),
+        thread_id,
+        message,
+        client_data=body.client_data,
+        policy=body.policy,
     )
     payload = {
         "message": result.message_public,
@@ -185,7 +184,7 @@ def send_message(request: HttpRequest, thread_id: str, body: SendIn) -> Status[d
 )
 def list_messages(request: HttpRequest, thread_id: str, page: Query[PageQuery]) -> dict[str, Any]:
     result = services.list_messages(
-        _identity(request), thread_id, limit=page.limit, page_token=page.page_token
+        request_identity(request), thread_id, limit=page.limit, page_token=page.page_token
     )
     return {
         "messages": messages_out(result.items),
@@ -195,7 +194,7 @@ def list_messages(request: HttpRequest, thread_id: str, page: Query[PageQuery]) 
 
 @api.get("/runs/{run_id}", response={200: RunOut, **errors()}, by_alias=True, tags=["runs"])
 def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
-    return run_out(services.get_run(_identity(request), run_id))
+    return run_out(services.get_run(request_identity(request), run_id))
 
 
 @api.post(
@@ -203,7 +202,7 @@ def get_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 )
 def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
     """Cancel a run; a running one stops at once in this process, else at its next heartbeat."""
-    return run_out(services.cancel_run(_identity(request), run_id))
+    return run_out(services.cancel_run(request_identity(request), run_id))
 
 
 @api.post(
@@ -214,7 +213,7 @@ def cancel_run(request: HttpRequest, run_id: str) -> dict[str, Any]:
 )
 def regenerate(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
     """Answer the latest user message again (its previous answer leaves the transcript)."""
-    return Status(202, run_out(services.regenerate(_identity(request), thread_id)))
+    return Status(202, run_out(services.regenerate(request_identity(request), thread_id)))
 
 
 @api.get(
@@ -225,7 +224,7 @@ def regenerate(request: HttpRequest, thread_id: str) -> Status[dict[str, Any]]:
 )
 def thread_state(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     """The thread head, its recent runs (public fields), queued input and pending actions."""
-    identity = _identity(request)
+    identity = request_identity(request)
     thread = services.get_thread(identity, thread_id)
     runs = list(thread.runs.order_by("-created_at")[:20])
     return {
@@ -239,7 +238,9 @@ def thread_state(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 @api.get("/actions", response={200: list[ActionOut], **errors()}, by_alias=True, tags=["actions"])
 def list_actions(request: HttpRequest, thread_id: str | None = None) -> list[dict[str, Any]]:
     """Pending actions of this identity (optionally of one thread)."""
-    return [action_out(a) for a in services.list_actions(_identity(request), thread_id=thread_id)]
+    return [
+        action_out(a) for a in services.list_actions(request_identity(request), thread_id=thread_id)
+    ]
 
 
 @api.post(
@@ -251,4 +252,4 @@ def list_actions(request: HttpRequest, thread_id: str | None = None) -> list[dic
 def submit_action(request: HttpRequest, action_id: str, body: ActionIn) -> dict[str, Any]:
     """Approve or deny a tool call, or give a client tool's result; accepted once only."""
     answer = body.model_dump(exclude_unset=True, by_alias=True)
-    return action_out(services.submit_action(_identity(request), action_id, answer))
+    return action_out(services.submit_action(request_identity(request), action_id, answer))

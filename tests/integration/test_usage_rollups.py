@@ -122,3 +122,35 @@ def test_a_real_run_rolls_up_to_its_own_usage(alice: Identity) -> None:
     assert total.tokens["outputTokens"] == run.usage["outputTokens"] > 0
     (per_thread,) = usage_rollup("thread", steps=Step.objects.filter(run__thread_id=thread.id))
     assert per_thread.key == thread.id and per_thread.tokens == total.tokens
+
+
+def test_the_owner_reads_thread_and_run_usage_over_the_api(
+    api_client: Any, wait_for_run: Any, settings: Any
+) -> None:
+    """GET /threads/{id}/usage and /runs/{id}/usage: the owner's totals; another session's
+    identity gets 404 as for a missing id."""
+    api_client.get("/")
+    csrf = {"HTTP_X_CSRFTOKEN": api_client.cookies["csrftoken"].value}
+    created = api_client.post("/api/pai/threads", data={}, content_type="application/json")
+    thread_id = created.json()["id"]
+    sent = api_client.post(
+        f"/api/pai/threads/{thread_id}/messages",
+        data={"text": "What is 6*7?"},
+        content_type="application/json",
+        **csrf,
+    )
+    run = wait_for_run(sent.json()["run"]["id"])
+    model = Step.objects.filter(run=run).first().request["modelId"]
+    settings.PAI = {**settings.PAI, "MODEL_PRICES": {model: {"input": 1, "output": 2}}}
+    cost = (Decimal(run.usage["inputTokens"]) + 2 * run.usage["outputTokens"]) / 1_000_000
+
+    for path in (f"/api/pai/threads/{thread_id}/usage", f"/api/pai/runs/{run.id}/usage"):
+        body = api_client.get(path).json()
+        assert body["steps"] == 2, body
+        assert body["inputTokens"] == run.usage["inputTokens"]
+        assert body["totalTokens"] == run.usage["inputTokens"] + run.usage["outputTokens"]
+        assert Decimal(body["cost"]) == cost and body["unpricedSteps"] == 0
+
+    stranger = type(api_client)()
+    assert stranger.get(f"/api/pai/threads/{thread_id}/usage").status_code == 404
+    assert stranger.get(f"/api/pai/runs/{run.id}/usage").status_code == 404
