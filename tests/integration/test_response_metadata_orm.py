@@ -41,7 +41,10 @@ def test_lc_108_mf_007_response_metadata_is_stored_as_streamed(
 
     thread = services.create_thread(alice)
     sent = services.send(
-        alice, thread.id, {"role": "user", "parts": [{"type": "text", "text": "hi"}]}, dispatch=False
+        alice,
+        thread.id,
+        {"role": "user", "parts": [{"type": "text", "text": "hi"}]},
+        dispatch=False,
     )
     assert sent.run is not None
     outcome = asyncio.run(run(sent.run.id))

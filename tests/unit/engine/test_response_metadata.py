@@ -60,4 +60,3 @@ async def test_mf_007_response_metadata_goes_through_the_message_schema() -> Non
     bad = harness([], parts=[respond({"priority": "high"})], message_metadata=schemas)
     assert (await bad.run()).status == "failed"
     assert bad.assistant() == []
-
