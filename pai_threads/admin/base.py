@@ -24,6 +24,7 @@ __all__ = [
     "json_display",
     "pretty_json",
     "short",
+    "usage_block",
 ]
 
 # Private metadata and private error details are for operators who hold this permission
@@ -51,6 +52,13 @@ def json_display(field: str, description: str) -> Callable[[Any, Any], SafeStrin
         return pretty_json(getattr(obj, field))
 
     return admin.display(description=description)(show)
+
+
+def usage_block(totals: Any) -> SafeString:
+    """A :class:`~pai_threads.usage.UsageTotals` as operators read it: tokens and cost."""
+    data = totals.as_json()
+    data.pop("key", None)
+    return pretty_json(data)
 
 
 def short(text: str, limit: int = 80) -> str:

@@ -8,11 +8,12 @@ from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from pai_threads import services
-from pai_threads.admin.base import ReadOnlyAdmin, json_display
+from pai_threads.admin.base import ReadOnlyAdmin, json_display, usage_block
 from pai_threads.admin.steps import StepInline, render_timeline
 from pai_threads.execution.recovery import recover_runs
 from pai_threads.identity import Identity
-from pai_threads.models import Run
+from pai_threads.models import Run, Step
+from pai_threads.usage import usage_totals
 
 __all__ = ["RunAdmin"]
 
@@ -50,6 +51,7 @@ class RunAdmin(ReadOnlyAdmin):
         "started_at",
         "finished_at",
         "usage_pretty",
+        "spent",
         "public_metadata",
         "timeline",
     )
@@ -64,6 +66,10 @@ class RunAdmin(ReadOnlyAdmin):
     error_pretty = json_display("error", "error (private details)")
 
     private_metadata_pretty = json_display("private_metadata", "private metadata")
+
+    @admin.display(description="tokens and cost (all steps)")
+    def spent(self, obj: Run) -> SafeString:
+        return usage_block(usage_totals(Step.objects.filter(run_id=obj.id)))
 
     @admin.display(description="steps")
     def timeline(self, obj: Run) -> SafeString:

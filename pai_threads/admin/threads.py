@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.safestring import SafeString
 
-from pai_threads.admin.base import ReadOnlyAdmin, ReadOnlyInline, json_display, short
-from pai_threads.models import Run, Thread
+from pai_threads.admin.base import ReadOnlyAdmin, ReadOnlyInline, json_display, short, usage_block
+from pai_threads.models import Run, Step, Thread
+from pai_threads.usage import usage_totals
 
 __all__ = ["RunInline", "ThreadAdmin"]
 
@@ -34,9 +36,14 @@ class ThreadAdmin(ReadOnlyAdmin):
         "created_at",
         "updated_at",
         "public_metadata",
+        "spent",
     )
     private_fields = ("private_metadata_pretty",)
     inlines = [RunInline]
+
+    @admin.display(description="tokens and cost (all runs)")
+    def spent(self, obj: Thread) -> SafeString:
+        return usage_block(usage_totals(Step.objects.filter(run__thread_id=obj.id)))
 
     @admin.display(description="title", ordering="title")
     def title_short(self, obj: Thread) -> str:

@@ -123,6 +123,9 @@ def test_the_run_page_shows_each_step_with_its_request_and_parts(toolbox_run: Ru
     assert "Let me use every tool." in page
     assert "tool add" in page and "output-available" in page
     assert "tool boom" in page and "output-error" in page
+    # Tokens and cost rolled up from the steps (the scripted model has no price: unpriced).
+    tokens = toolbox_run.usage["inputTokens"]
+    assert f"&quot;inputTokens&quot;: {tokens}" in page and "&quot;unpricedSteps&quot;: 2" in page
 
 
 def test_message_search_finds_text_and_run_ids(toolbox_run: Run) -> None:
