@@ -18,14 +18,16 @@ from pai_agents import RunEngine, RunOutcome, ScriptedModel, ScriptedStep, defin
 from pai_agents.abort import AbortSignal
 from pai_agents.engine.memory import InMemoryThreadStore
 from pai_agents.engine.store import ThreadStore
-from pai_agents.lifecycle import MutationConflict
+from pai_agents.lifecycle import MetadataSchemas, MutationConflict
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import ModelRequest, StepStreamPart
 from pai_threads import services
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Thread
 from pai_threads.store.db import run_db_closing
 from pai_threads.store.thread_store import ORMThreadStore
+from tests.support.keyed_metadata import Empty, Keyed
 
 SCOPE = "user:alice"
 ALICE = Identity(scope_key=SCOPE, data={"userId": "alice"})
@@ -41,7 +43,7 @@ class Stores:
 
     name: str
     store: ThreadStore
-    create: Callable[[], Any]
+    create: Callable[..., Any]
     send: Callable[[str, str], Any]
     version: Callable[[str], Any]
     state: Callable[[str], Any]
@@ -50,7 +52,9 @@ class Stores:
         self, run_id: str, lifecycle: Any, steps: list[ScriptedStep], **engine: Any
     ) -> RunOutcome:
         model = engine.pop("model", None) or ScriptedModel(steps=steps)
-        agent = define_agent("rules", instructions="x", model=model, lifecycle=lifecycle)
+        agent = engine.pop("agent", None) or define_agent(
+            "rules", instructions="x", model=model, lifecycle=lifecycle
+        )
         claim = await self.store.claim_run(run_id, owner="w1", lease_seconds=30)
         return await RunEngine(agent=agent, store=self.store, **engine).run_episode(claim)
 
@@ -58,8 +62,8 @@ class Stores:
 def _memory() -> Stores:
     store = InMemoryThreadStore()
 
-    async def create() -> str:
-        return store.create_thread(scope_key=SCOPE, agent_name="rules")
+    async def create(agent: str | None = None) -> str:
+        return store.create_thread(scope_key=SCOPE, agent_name=agent or "rules")
 
     async def send(thread_id: str, text: str) -> str:
         message = _user(text)
@@ -76,8 +80,8 @@ def _memory() -> Stores:
 
 
 def _orm() -> Stores:
-    async def create() -> str:
-        return await run_db_closing(lambda: services.create_thread(ALICE).id)
+    async def create(agent: str | None = None) -> str:
+        return await run_db_closing(lambda: services.create_thread(ALICE, agent=agent).id)
 
     async def send(thread_id: str, text: str) -> str:
         def sent() -> str:
@@ -244,3 +248,35 @@ async def test_mf_025_the_streaming_step_is_an_open_message_in_the_thread_state(
     assert final["id"] == open_message["id"]
     assert final["metadata"]["pai"]["status"] == "committed"
     assert [p["text"] for p in final["parts"] if p["type"] == "text"] == [answer]
+
+
+async def test_ad_032_default_factories_run_for_each_persisted_run(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AD-032: each run of a thread starts from its own parse of ``{}``: a default factory's
+    value (a per-run key) differs between runs, and a list a hook filled in one run is empty
+    in the next. One parse made at registration and copied per run passes ``is not`` checks
+    but gives every run the same key, and fails here."""
+    read: list[dict[str, Any]] = []
+
+    async def prepare_run(input: Any) -> None:
+        bag = await input.run.private_metadata.get()
+        read.append(dict(bag))
+        await input.run.private_metadata.merge({"seen": [*bag["seen"], "this run"]})
+
+    agent = define_agent(
+        "keyed",
+        instructions="x",
+        model=ScriptedModel(steps=[ScriptedStep.reply("one"), ScriptedStep.reply("two")]),
+        lifecycle={"prepare_run": prepare_run},
+        run_metadata=MetadataSchemas(private=Keyed, public=Empty),
+    )
+    agents = {**registry.agents(), agent.name: agent}
+    monkeypatch.setattr(registry, "agents", lambda: agents)
+    thread_id = await stores.create("keyed")
+    for text in ("first", "second"):
+        run_id = await stores.send(thread_id, text)
+        assert (await stores.run(run_id, None, [], agent=agent)).status == "completed"
+    first, second = read
+    assert first["seen"] == second["seen"] == []
+    assert first["key"] != second["key"], "the factory ran again for the second run"
