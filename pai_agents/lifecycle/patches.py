@@ -30,6 +30,12 @@ from typing import Any, Final, TypeVar, cast
 from pydantic import BaseModel
 
 from pai_agents.abort import AbortSignal
+from pai_agents.lifecycle.model_settings import (
+    MODEL_SETTINGS_KEYS,
+    SNAKE_CASE_SETTINGS,
+    LifecyclePatchError,
+    allowed_model_settings,
+)
 from pai_agents.lifecycle.request import (
     RUNTIME_OWNED_FIELDS,
     EffectiveModelCall,
@@ -50,10 +56,12 @@ from pai_agents.models.base import (
 
 __all__ = [
     "MODEL_SETTINGS_KEYS",
+    "SNAKE_CASE_SETTINGS",
     "LifecyclePatchError",
     "ModelCallPatch",
     "ModelStepPatch",
     "RunPatch",
+    "allowed_model_settings",
     "apply_patch",
     "coerce_patch",
     "merge_model_settings",
@@ -62,16 +70,8 @@ __all__ = [
     "resolve_model_call",
 ]
 
-MODEL_SETTINGS_KEYS: Final = frozenset(
-    {"maxOutputTokens", "temperature", "topP", "topK", "presencePenalty",
-     "frequencyPenalty", "stopSequences", "seed", "reasoning"}
-)  # fmt: skip
 # What a fresh route (a patch supplying ``model``) clears (LC-089).
 _ROUTE_STATE: Final = ("model_settings", "provider_options", "provider_tools", "tool_choice")
-
-
-class LifecyclePatchError(ValueError):
-    """A patch is malformed: a runtime-owned or unknown field, or an undeclared provider tool."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +104,8 @@ class RunPatch(_RoutePatch):
 
     Run-level only, as in the peer (no step patch has them):
 
+    * ``max_retries`` sets the run's retries of a model step after transient provider
+      faults (TH-019), over the agent's ``max_retries``.
     * ``send_reasoning=False`` keeps the episode's model reasoning away from clients and
       storage while every later step of the episode still gets it (TH-016).
     * ``output`` (a pydantic model class) forces structured output: tools are disabled, the
@@ -116,11 +118,19 @@ class RunPatch(_RoutePatch):
     max_steps: int | None = None
     send_reasoning: bool | None = None
     output: type[BaseModel] | None = None
+    # Retries of each model step after a transient provider fault (TH-019: a run sets its
+    # own retry count, e.g. 0); None keeps the agent's.
+    max_retries: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.max_steps is not None and self.max_steps < 1:
             raise LifecyclePatchError("max_steps must be at least 1")
+        retries = self.max_retries
+        if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int)):
+            raise LifecyclePatchError(f"max_retries must be an integer, not {retries!r}")
+        if retries is not None and retries < 0:
+            raise LifecyclePatchError("max_retries must be at least 0")
         if self.output is not None and not (
             isinstance(self.output, type) and issubclass(self.output, BaseModel)
         ):
@@ -182,7 +192,7 @@ def merge_model_settings(
     current: Mapping[str, Any], patch: Mapping[str, Any], *, drop_none: bool = True
 ) -> ModelSettings:
     """Field-by-field merge; only allowlisted keys survive (LC-084, AD-021)."""
-    merged = {**current, **{k: v for k, v in patch.items() if k in MODEL_SETTINGS_KEYS}}
+    merged = {**allowed_model_settings(current), **allowed_model_settings(patch, strict=True)}
     if drop_none:
         merged = {k: v for k, v in merged.items() if v is not None}
     return cast(ModelSettings, merged)

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias, TypeVar, cast
 from pydantic import BaseModel
 
 from pai_agents.abort import AbortSignal
+from pai_agents.lifecycle.model_settings import allowed_model_settings
 from pai_agents.lifecycle.output import json_response_format
 from pai_agents.messages.model_messages import prune_reasoning
 from pai_agents.models.base import (
@@ -113,7 +114,7 @@ class EffectiveModelCall:
             messages=tuple(messages),
             tools=tuple(tools),
             provider_tools=declared,
-            model_settings=cast(ModelSettings, dict(settings)),
+            model_settings=cast(ModelSettings, allowed_model_settings(settings)),  # AD-021
             provider_options=frozen_mapping(options),
             available_tools=tuple(tools),
             declared_provider_tools=declared,
