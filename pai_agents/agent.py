@@ -124,6 +124,12 @@ class AgentDefinition:
     thread_titles: ThreadTitles | None = None
     # Reasoning-part summaries while steps stream (AD-007, AD-050..AD-054); None: off.
     reasoning_summary: ReasoningSummary | None = None
+    # Retries of a model step after a transient provider fault; None: the engine's default
+    # (PAI["MODEL_MAX_RETRIES"]). A prepare_run patch's max_retries overrides it (TH-019).
+    max_retries: int | None = None
+    # Tool calls executed per model step (the rest get an error result); None: the engine's
+    # default (PAI["MAX_TOOL_CALLS_PER_STEP"]).
+    max_tool_calls_per_step: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

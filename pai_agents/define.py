@@ -19,6 +19,7 @@ from pai_agents.behavior import AgentDefinitionError
 from pai_agents.definition_checks import (
     check_basics,
     check_instructions,
+    check_limits,
     check_metadata_schemas,
     check_model,
     check_schemas,
@@ -60,6 +61,8 @@ def define_agent(
     provider_tools: Mapping[str, ProviderTool | Mapping[str, Any]] | None = None,
     thread_titles: bool | ThreadTitles | None = None,
     reasoning_summary: bool | ReasoningSummary | None = None,
+    max_retries: int | None = None,
+    max_tool_calls_per_step: int | None = None,
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -95,8 +98,14 @@ def define_agent(
     model stream (AD-007, AD-050): True for the default summarizer, or a
     :class:`~pai_agents.reasoning_summary.ReasoningSummary`. The label shows as ``summary``
     on the reasoning part.
+
+    ``max_retries`` bounds the retries of a model step after a transient provider fault
+    (``ModelError.retryable``: connection errors, 429, 5xx), with exponential backoff;
+    ``max_tool_calls_per_step`` bounds the tool calls executed per step. None takes the
+    engine's defaults (``PAI["MODEL_MAX_RETRIES"]``, ``PAI["MAX_TOOL_CALLS_PER_STEP"]``).
     """
     check_basics(name, send_policy, max_steps, version)
+    check_limits(name, max_retries=max_retries, max_tool_calls_per_step=max_tool_calls_per_step)
     check_schemas(name, identity=identity, client_data=client_data)
     check_ui_data_schemas(name, ui_data_schemas)
     check_instructions(name, instructions)
@@ -134,4 +143,6 @@ def define_agent(
         provider_tools=provider_map,
         thread_titles=thread_titles_option(name, thread_titles),
         reasoning_summary=reasoning_summary_option(name, reasoning_summary),
+        max_retries=max_retries,
+        max_tool_calls_per_step=max_tool_calls_per_step,
     )

@@ -27,6 +27,7 @@ __all__ = [
     "NAME",
     "check_basics",
     "check_instructions",
+    "check_limits",
     "check_metadata_schemas",
     "check_model",
     "check_schemas",
@@ -49,6 +50,21 @@ def check_basics(name: str, send_policy: str, max_steps: int, version: str | Non
         raise AgentDefinitionError(f"agent {name!r}: max_steps must be at least 1")
     if version is not None and (not isinstance(version, str) or not version):
         raise AgentDefinitionError(f"agent {name!r}: version must be a non-empty string")
+
+
+def check_limits(name: str, *, max_retries: Any, max_tool_calls_per_step: Any) -> None:
+    """Retry and tool-call bounds: None (the engine's default) or a non-negative integer
+    (at least 1 for the tool-call bound)."""
+    for what, value, least in (
+        ("max_retries", max_retries, 0),
+        ("max_tool_calls_per_step", max_tool_calls_per_step, 1),
+    ):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise AgentDefinitionError(
+                f"agent {name!r}: {what} must be an integer of at least {least}, not {value!r}"
+            )
 
 
 def check_schemas(name: str, **schemas: Any) -> None:

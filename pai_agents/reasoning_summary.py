@@ -21,10 +21,13 @@ from pai_agents.behavior import (
 )
 from pai_agents.models.base import LanguageModel, ModelMessage, ModelRequest
 from pai_agents.side_models import (
+    DEFAULT_SIDE_TIMEOUT_SECONDS,
     SideCallInput,
     SideModelAgent,
+    bounded_request,
+    check_bounds,
     check_side_options,
-    complete_text,
+    complete_line,
     first_line,
     resolve_side_instructions,
     resolve_side_model,
@@ -82,6 +85,10 @@ class ReasoningSummary:
     to the default summarizer (AD-053). ``generator`` ``(ReasoningSummaryInput) -> str |
     None`` replaces the default summarizer: ``model`` and ``instructions`` are then never
     used (AD-053). A None or empty result stores no summary.
+
+    Bounded like thread titles, because the step's end waits for its summaries: the default
+    call asks for at most ``max_output_tokens`` and stops at the first usable line; a
+    summary not ready within ``timeout_seconds`` (a custom generator too) is dropped.
     """
 
     model: LanguageModel | Callable[[AgentBehaviorInput], Any] | None = None
@@ -89,8 +96,15 @@ class ReasoningSummary:
         str | ModelMessage | Sequence[ModelMessage] | Callable[[ReasoningSummaryInput], Any] | None
     ) = None
     generator: Callable[[ReasoningSummaryInput], Any] | None = None
+    max_output_tokens: int = 48
+    timeout_seconds: float = DEFAULT_SIDE_TIMEOUT_SECONDS
 
     def __post_init__(self) -> None:
+        check_bounds(
+            "reasoning_summary",
+            max_output_tokens=self.max_output_tokens,
+            timeout_seconds=self.timeout_seconds,
+        )
         check_side_options(
             "reasoning_summary",
             model=self.model,
@@ -159,8 +173,12 @@ async def generate_reasoning_summary(
         return normalize_summary(value)
     model = await config.resolve_model(agent, summary_input.behavior(), selected)
     instructions = await config.resolve_instructions(summary_input, agent=agent.name)
-    request = summary_request(instructions, summary_input.reasoning)
-    return clean_summary(await complete_text(model, request, signal=summary_input.signal))
+    request = bounded_request(
+        summary_request(instructions, summary_input.reasoning), config.max_output_tokens
+    )
+    return clean_summary(
+        await complete_line(model, request, signal=summary_input.signal, label="summary")
+    )
 
 
 def summary_request(instructions: Any, reasoning: str) -> ModelRequest:

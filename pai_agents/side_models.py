@@ -21,12 +21,16 @@ from pai_agents.behavior import (
     InstructionsValue,
     instructions_value,
 )
-from pai_agents.models.base import LanguageModel, ModelRequest, ModelSelection
+from pai_agents.models.base import LanguageModel, ModelRequest, ModelSelection, ModelSettings
 
 __all__ = [
+    "DEFAULT_SIDE_TIMEOUT_SECONDS",
     "SideCallInput",
     "SideModelAgent",
+    "bounded_request",
+    "check_bounds",
     "check_side_options",
+    "complete_line",
     "complete_text",
     "first_line",
     "resolve_side_instructions",
@@ -35,6 +39,8 @@ __all__ = [
 ]
 
 OptionT = TypeVar("OptionT")
+# How long one side call may take, whole (its runtime_context builder included for titles).
+DEFAULT_SIDE_TIMEOUT_SECONDS = 10.0
 QUOTES = "\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
 
 
@@ -88,6 +94,31 @@ def check_side_options(
         instructions_value(instructions, agent=option)  # AD-024 shape
     if generator is not None and not callable(generator):
         raise AgentDefinitionError(f"{option}: generator must be callable")
+
+
+def check_bounds(option: str, *, max_output_tokens: Any, timeout_seconds: Any) -> None:
+    """Definition-time checks of a side call's output limit and deadline."""
+    tokens = max_output_tokens
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+        raise AgentDefinitionError(
+            f"{option}: max_output_tokens must be a positive integer, not {tokens!r}"
+        )
+    seconds = timeout_seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise AgentDefinitionError(
+            f"{option}: timeout_seconds must be a positive number, not {seconds!r}"
+        )
+
+
+def bounded_request(request: ModelRequest, max_output_tokens: int) -> ModelRequest:
+    """``request`` with the side call's own output limit: the only setting it carries (none
+    of the run's settings, AD-046/AD-054), so a local single-slot server is held briefly."""
+    settings: ModelSettings = {"maxOutputTokens": max_output_tokens}
+    return ModelRequest(
+        messages=request.messages,
+        system=request.system,
+        settings=settings,
+    )
 
 
 def side_option(agent: str, option: str, value: object, kind: type[OptionT]) -> OptionT | None:
@@ -145,6 +176,36 @@ async def complete_text(
     async for part in model.stream(request, signal=signal):
         if part.get("type") == "text-delta":
             texts.append(str(part.get("delta", "")))
+    return "".join(texts)
+
+
+async def complete_line(
+    model: LanguageModel,
+    request: ModelRequest,
+    *,
+    signal: AbortSignal | None = None,
+    label: str | None = None,
+) -> str:
+    """The text of one model step up to its first usable line (see :func:`first_line`):
+    reading stops there and the stream is closed, so the provider stops generating too
+    (the rest of the answer would be thrown away)."""
+    texts: list[str] = []
+    stream = model.stream(request, signal=signal)
+    try:
+        async for part in stream:
+            if part.get("type") != "text-delta":
+                continue
+            delta = str(part.get("delta", ""))
+            texts.append(delta)
+            if "\n" in delta:
+                text = "".join(texts)
+                done, _, _ = text.rpartition("\n")
+                if first_line(done, label=label):
+                    return done
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
     return "".join(texts)
 
 

@@ -14,7 +14,7 @@ from pai_agents._callables import call_user
 from pai_agents.agent import AgentDefinition, instructions_split
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import ModelRequest
-from pai_agents.side_models import complete_text, first_line
+from pai_agents.side_models import bounded_request, complete_line, first_line
 from pai_agents.titles import ThreadTitleInput, ThreadTitles
 
 __all__ = [
@@ -44,8 +44,12 @@ async def generate_title(
         return normalize_title(await call_user(config.generator, title_input))
     model = await config.resolve_model(agent, title_input.behavior())
     instructions = await config.resolve_instructions(title_input, agent=agent.name)
-    request = title_request(instructions, title_input.messages)
-    return clean_title(await complete_text(model, request, signal=title_input.signal))
+    request = bounded_request(
+        title_request(instructions, title_input.messages), config.max_output_tokens
+    )
+    return clean_title(
+        await complete_line(model, request, signal=title_input.signal, label="title")
+    )
 
 
 def title_request(instructions: Any, messages: Sequence[UIMessage]) -> ModelRequest:

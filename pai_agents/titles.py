@@ -22,8 +22,10 @@ from pai_agents.behavior import (
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import LanguageModel, ModelMessage
 from pai_agents.side_models import (
+    DEFAULT_SIDE_TIMEOUT_SECONDS,
     SideCallInput,
     SideModelAgent,
+    check_bounds,
     check_side_options,
     resolve_side_instructions,
     resolve_side_model,
@@ -118,8 +120,15 @@ class ThreadTitles:
         str | ModelMessage | Sequence[ModelMessage] | Callable[[ThreadTitleInput], Any] | None
     ) = None
     generator: Callable[[ThreadTitleInput], Any] | None = None
+    max_output_tokens: int = 32
+    timeout_seconds: float = DEFAULT_SIDE_TIMEOUT_SECONDS
 
     def __post_init__(self) -> None:
+        check_bounds(
+            "thread_titles",
+            max_output_tokens=self.max_output_tokens,
+            timeout_seconds=self.timeout_seconds,
+        )
         if self.generate not in _OVERWRITE_DEFAULT:
             raise AgentDefinitionError(
                 f"thread_titles: generate must be 'once' or 'refresh', not {self.generate!r}"

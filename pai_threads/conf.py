@@ -80,6 +80,15 @@ DEFAULTS: dict[str, Any] = {
     # to the output price (both are parts of the input and output counts). Models missing
     # here have no cost (pai_threads.usage).
     "MODEL_PRICES": {},
+    # Retries of a model step after a transient provider fault (connection error, timeout,
+    # 429, 5xx), per step; agents (define_agent(max_retries=...)) and prepare_run patches
+    # (RunPatch(max_retries=...)) override it. The first retry waits
+    # MODEL_RETRY_BACKOFF_SECONDS, each next one twice as long (or the server's Retry-After).
+    "MODEL_MAX_RETRIES": 2,
+    "MODEL_RETRY_BACKOFF_SECONDS": 0.5,
+    # Validated tool calls executed per model step; later calls of the step are not run and
+    # get a model-visible error result (define_agent(max_tool_calls_per_step=...) overrides).
+    "MAX_TOOL_CALLS_PER_STEP": 32,
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,

@@ -20,7 +20,7 @@ from pai_agents.engine.step_stream import StepTranslator
 from pai_agents.engine.store import RunOutcome, StepRecord
 from pai_agents.engine.tool_calls import open_tool_parts, settle_chunk
 from pai_agents.messages.types import UIMessage
-from pai_agents.models.base import add_usage
+from pai_agents.models.base import Usage, add_usage
 
 __all__ = [
     "abandon_step",
@@ -108,12 +108,16 @@ async def abandon_step(
     index: int,
     started_at: datetime,
     error: Exception | None = None,
+    *,
+    usage: Usage | None = None,
 ) -> RunOutcome:
     """A cancel (or, with ``error``, a failure) during the stream: commit the partial
-    step, settled, and end the run cancelled (failed)."""
+    step, settled, and end the run cancelled (failed). ``usage``: what the step spent (an
+    estimate when the provider reported none), else the translator's."""
     chunks = translator.close_open_parts()
     chunks += [settle_chunk(p["toolCallId"], "cancel") for p in open_tool_parts(generation.message)]
-    state.usage = add_usage(state.usage, translator.usage)
+    spent = translator.usage if usage is None else usage
+    state.usage = add_usage(state.usage, spent)
     if error is None:
         await generation.emit(*chunks, {"type": "abort", "reason": "cancelled"})
         outcome = RunOutcome(status="cancelled", usage=state.usage)
@@ -126,7 +130,7 @@ async def abandon_step(
         index=index,
         message_id=generation.message_id,
         request={"aborted": True} if error is None else {"failed": True},
-        usage=translator.usage,
+        usage=spent,
         finish_reason="interrupted" if error is None else "error",
         started_at=started_at,
         finished_at=datetime.now(UTC),

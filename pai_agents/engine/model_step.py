@@ -3,9 +3,10 @@
 Steered input joins first; then the context and the request are built, ``prepare_model_step``
 may patch or answer, ``around_model_call`` wraps the provider call (reasoning pruned right
 before each attempt), and the stream, through ``transform_step_stream``, is reduced into the
-open message, published chunk by chunk and checkpointed every ``checkpoint_seconds``. A step
-without tool calls ends the run (unless ``after_step`` asks for another); one with calls goes
-on in ``tool_step.py``.
+open message, published chunk by chunk and checkpointed every ``checkpoint_seconds``. A
+transient provider fault retries the attempt (``model_retry.py``). A step without tool calls
+ends the run (unless ``after_step`` asks for another); one with calls goes on in
+``tool_step.py``.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ from pai_agents.engine.endings import (
 )
 from pai_agents.engine.events import message_committed
 from pai_agents.engine.generation import Generation, end_chunks, publish_generation_finished
+from pai_agents.engine.model_retry import is_retryable, wait_backoff
 from pai_agents.engine.reasoning_summaries import ReasoningSummaries, attach_reasoning_summaries
 from pai_agents.engine.run_state import RunState
 from pai_agents.engine.runtime_errors import report_runtime_error
+from pai_agents.engine.step_facts import StepFacts, StepReport, max_steps_reached
 from pai_agents.engine.step_request import step_context, step_request
 from pai_agents.engine.step_stream import CanonicalStepTranslator, StepTranslator
+from pai_agents.engine.step_usage import spent_usage
 from pai_agents.engine.store import LeaseLost, RunOutcome, StepRecord
 from pai_agents.engine.stream_transform import transformed_stream, translate_part
 from pai_agents.engine.synthetic import abort_by_policy, commit_response
@@ -43,7 +47,7 @@ from pai_agents.lifecycle.request import ModelStepRequest, to_model_request
 from pai_agents.lifecycle.results import Block, Continue, NextStep, Respond
 from pai_agents.lifecycle.streams import ModelStepStreamResult, StepAborted
 from pai_agents.messages.types import UIMessage, UIMessageChunk
-from pai_agents.models.base import StepStreamPart, add_usage
+from pai_agents.models.base import StepStreamPart, Usage, add_usage
 
 __all__ = ["run_model_step"]
 
@@ -101,58 +105,98 @@ async def run_model_step(state: RunState, index: int, reuse_id: str | None) -> R
         claim, state.sink, {"id": reuse_id or new_id("msg"), "role": "assistant", "parts": []}
     )
     generation.checkpointed = reuse_id is not None
-    translator: StepTranslator = CanonicalStepTranslator(state.agent.tools)
-    call: ModelCallOutcome | None = None
-    summaries: ReasoningSummaries | None = None
-    try:
-        state.signal.raise_if_aborted()
-
-        async def provider(attempt: ModelStepRequest) -> ModelStepStreamResult:
-            model_request = to_model_request(attempt, state.tool_specs)
-            return await open_model_stream(attempt.model, model_request, signal=attempt.signal)
-
-        call = await run_model_call(state.lifecycle, request, provider)
-        # LC-128: a tool the effective request omitted cannot execute in this attempt.
-        translator = CanonicalStepTranslator(
-            {n: t for n, t in state.agent.tools.items() if call.may_execute(n)},
-            provider_tools=call.request.provider_tools,  # LC-127: the attempt's own
-        )
-        summaries = attach_reasoning_summaries(state, generation, translator)
-        summary = await _consume(state, step, call, generation, translator, bool(reuse_id))
-        if summaries is not None:
-            await summaries.flush()  # AD-051: stored with the step, before its end
-    except StepAborted as aborted:
-        if call is not None:
-            await _aclose(call.result.stream)
-        return await abort_by_policy(state, aborted, index, generation, translator)
-    except Aborted:
-        return await abandon_step(state, generation, translator, index, started_at)
-    except LeaseLost:
-        raise  # another worker owns the run: not a failure, and nothing to write
-    except Exception as exc:
-        if not generation.checkpointed:
-            raise  # the run fails (LC-119, LC-158) through the episode
-        # The step's open checkpoint is stored: commit it settled, the run failed, so that
-        # no message stays open once the run has ended.
-        return await abandon_step(state, generation, translator, index, started_at, exc)
-    finally:
-        if summaries is not None:
-            summaries.cancel()
-    state.usage = add_usage(state.usage, translator.usage)
+    attempt = _Attempt(translator=CanonicalStepTranslator(state.agent.tools))
+    facts = StepFacts()
+    spent: Usage = {}  # what retried attempts spent (estimated)
+    restarted = reuse_id is not None
+    policy = state.retry_policy
+    while True:
+        try:
+            state.signal.raise_if_aborted()
+            try:
+                summary = await _attempt_step(
+                    state, step, request, generation, attempt, facts, restarted=restarted
+                )
+                break
+            except Exception as exc:
+                if (
+                    not is_retryable(exc)
+                    or facts.retries >= policy.max_retries
+                    or state.signal.aborted
+                ):
+                    raise
+                await attempt.discard()
+                spent = add_usage(spent, attempt.spent(generation))
+                delay = policy.delay(facts.retries, exc)
+                logger.warning(
+                    "run %s step %d: %s; retry %d of %d in %.1f s",
+                    claim.lease.run_id,
+                    index,
+                    exc,
+                    facts.retries + 1,
+                    policy.max_retries,
+                    delay,
+                    extra={"run_id": claim.lease.run_id},
+                )
+                await wait_backoff(state.signal, delay)
+                facts.retries += 1
+                facts.restart()
+                if attempt.started:
+                    # Deltas went out: clients reset the message (generation.started with
+                    # restarted: true; SSE reset-step) and the retry streams it afresh.
+                    generation = _fresh_generation(generation)
+                    restarted = True
+                attempt = _Attempt(translator=CanonicalStepTranslator(state.agent.tools))
+        except StepAborted as aborted:
+            if attempt.call is not None:
+                await _aclose(attempt.call.result.stream)
+            return await abort_by_policy(state, aborted, index, generation, attempt.translator)
+        except Aborted:
+            usage = add_usage(spent, attempt.spent(generation))
+            return await abandon_step(
+                state, generation, attempt.translator, index, started_at, usage=usage
+            )
+        except LeaseLost:
+            raise  # another worker owns the run: not a failure, and nothing to write
+        except Exception as exc:
+            usage = add_usage(spent, attempt.spent(generation))
+            if not generation.checkpointed:
+                # The run fails (LC-119, LC-158) through the episode, with what it spent.
+                state.usage = add_usage(state.usage, usage)
+                raise
+            # The step's open checkpoint is stored: commit it settled, the run failed, so
+            # that no message stays open once the run has ended.
+            return await abandon_step(
+                state, generation, attempt.translator, index, started_at, exc, usage=usage
+            )
+        finally:
+            if attempt.summaries is not None:
+                attempt.summaries.cancel()
+    call, translator = attempt.call, attempt.translator
+    assert call is not None
+    step_usage = add_usage(spent, translator.usage)
+    state.usage = add_usage(state.usage, step_usage)
+    if facts.raw_finish_reason is not None:
+        summary["rawFinishReason"] = facts.raw_finish_reason
+    if facts.retries:
+        summary["retries"] = facts.retries
     record = StepRecord(
         index=index,
         message_id=generation.message_id,
         request=summary,
-        usage=translator.usage,
+        usage=step_usage,
         finish_reason=translator.finish_reason,
         started_at=started_at,
         finished_at=datetime.now(UTC),
     )
+    report = StepReport(translator=translator, facts=facts, usage=step_usage, request=summary)
     if translator.tool_call_count:
-        return await finish_tool_step(state, step, generation, translator, record, call.request)
+        return await finish_tool_step(state, step, generation, report, record, call.request)
     await generation.emit(*end_chunks(translator.finish_reason))
-    after = await after_step(state, step, generation.message, translator, call.request)
-    if isinstance(after, NextStep) and index + 1 < state.episode.max_steps:  # LC-145
+    after = await after_step(state, step, generation.message, report, call.request)
+    if isinstance(after, NextStep) and index + 1 >= state.episode.max_steps:
+        record = max_steps_reached(record)  # another step was asked for: the budget ends it
+    elif isinstance(after, NextStep):  # LC-145
         state.episode.overlay.apply(after.patch)  # LC-150
         await state.store.commit_step(
             lease, message=generation.message, step=record, replace_open=generation.checkpointed
@@ -169,6 +213,71 @@ async def run_model_step(state: RunState, index: int, reuse_id: str | None) -> R
     if invalid is not None:
         await report_runtime_error(state.agent, claim, invalid)
     return done
+
+
+class _Attempt:
+    """One attempt at the provider call of a step (a retry makes a new one)."""
+
+    def __init__(self, *, translator: StepTranslator) -> None:
+        self.translator = translator
+        self.call: ModelCallOutcome | None = None
+        self.summaries: ReasoningSummaries | None = None
+        self.started = False  # the generation was announced: clients may hold its deltas
+
+    def spent(self, generation: Generation) -> Usage:
+        """The attempt's reported usage, else an estimate of what it streamed."""
+        messages = self.call.request.messages if self.call is not None else None
+        return spent_usage(self.translator.usage, messages, generation.message)
+
+    async def discard(self) -> None:
+        """A failed attempt is left behind: close its stream, stop its summaries."""
+        if self.call is not None:
+            await _aclose(self.call.result.stream)
+        if self.summaries is not None:
+            self.summaries.cancel()
+            self.summaries = None
+
+
+def _fresh_generation(previous: Generation) -> Generation:
+    """The same message produced again from nothing (its open checkpoint, if any, stays
+    until the retry's first checkpoint or commit replaces it)."""
+    generation = Generation(
+        previous.claim,
+        previous.sink,
+        {"id": previous.message_id, "role": "assistant", "parts": []},
+    )
+    generation.checkpointed = previous.checkpointed
+    return generation
+
+
+async def _attempt_step(
+    state: RunState,
+    step: StepInfo,
+    request: ModelStepRequest,
+    generation: Generation,
+    attempt: _Attempt,
+    facts: StepFacts,
+    *,
+    restarted: bool,
+) -> dict[str, Any]:
+    """One provider call through ``around_model_call``, streamed into ``generation``."""
+
+    async def provider(effective: ModelStepRequest) -> ModelStepStreamResult:
+        model_request = to_model_request(effective, state.tool_specs)
+        return await open_model_stream(effective.model, model_request, signal=effective.signal)
+
+    call = attempt.call = await run_model_call(state.lifecycle, request, provider)
+    # LC-128: a tool the effective request omitted cannot execute in this attempt.
+    attempt.translator = CanonicalStepTranslator(
+        {n: t for n, t in state.agent.tools.items() if call.may_execute(n)},
+        provider_tools=call.request.provider_tools,  # LC-127: the attempt's own
+    )
+    attempt.summaries = attach_reasoning_summaries(state, generation, attempt.translator)
+    attempt.started = True
+    summary = await _consume(state, step, call, generation, attempt.translator, restarted, facts)
+    if attempt.summaries is not None:
+        await attempt.summaries.flush()  # AD-051: stored with the step, before its end
+    return summary
 
 
 async def _steer(state: RunState) -> None:
@@ -188,6 +297,7 @@ async def _consume(
     generation: Generation,
     translator: StepTranslator,
     restarted: bool,
+    facts: StepFacts,
 ) -> dict[str, Any]:
     """Stream the model into ``generation``; the step's request summary (for Step rows)."""
     request = call.request
@@ -212,6 +322,7 @@ async def _consume(
     send_reasoning = state.episode.send_reasoning
     t0 = last_checkpoint = time.perf_counter()
     async for part in stream:
+        facts.observe(part)
         if pending:
             await generation.emit(*pending)
             pending.clear()

@@ -4,7 +4,8 @@ The translator calls :meth:`ReasoningSummaries.closed` when a reasoning part end
 a delta): its complete text is already folded into the generation's message, so a
 background task starts summarizing it at once and the model stream goes on (AD-050). When
 the stream is over, :meth:`ReasoningSummaries.flush` waits for the tasks still running (only
-as long as they need, or until the run is cancelled) and emits each summary as a reserved
+as long as they need, at most the option's ``timeout_seconds``, or until the run is
+cancelled) and emits each summary as a reserved
 ``data-pai-reasoning-summary`` chunk of the same message, in ordinal order, before the
 step's end chunks: published live, folded by every reducer and committed with the step, so
 the summary stays with its reasoning part through refreshes (AD-051, MF-013).
@@ -82,8 +83,11 @@ class ReasoningSummaries:
             signal=ctx.signal,
         )
         task = asyncio.create_task(
-            generate_reasoning_summary(
-                self._agent, self._config, summary_input, selected=ctx.selection.model
+            asyncio.wait_for(
+                generate_reasoning_summary(
+                    self._agent, self._config, summary_input, selected=ctx.selection.model
+                ),
+                timeout=self._config.timeout_seconds,  # the step's end waits for it
             )
         )
         self._tasks.append((ordinal, task))

@@ -17,6 +17,7 @@ from pai_agents.abort import AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition
 from pai_agents.engine.events import EventSink
 from pai_agents.engine.facades import Facades, bind_facades
+from pai_agents.engine.model_retry import RetryPolicy
 from pai_agents.engine.store import ClaimedRun, ThreadStore
 from pai_agents.files import FileProvider, to_model_messages_with_files
 from pai_agents.lifecycle.compose import ComposedLifecycle, compose_lifecycle
@@ -54,6 +55,10 @@ class RunState:
     signal: AbortSignal
     checkpoint_seconds: float
     files: FileProvider | None
+    # The engine's defaults; the agent's options and the run's patch override them.
+    max_retries: int = 2
+    retry_backoff_seconds: float = 0.5
+    max_tool_calls_per_step: int = 32
     lifecycle: ComposedLifecycle = field(init=False)
     phases: frozenset[str] = field(init=False)
     behavior: AgentBehaviorInput = field(init=False)
@@ -73,6 +78,8 @@ class RunState:
     tool_specs: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.agent.max_tool_calls_per_step is not None:
+            self.max_tool_calls_per_step = self.agent.max_tool_calls_per_step
         self.lifecycle = self.agent.lifecycle or compose_lifecycle()
         self.phases = frozenset(overridden_phases(self.lifecycle))
         self.episode = EpisodeState.start(None, agent_max_steps=self.agent.max_steps)
@@ -87,6 +94,18 @@ class RunState:
     @property
     def operation(self) -> Operation:
         return operation_of(self.claim)
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """Retries of a step after transient provider faults: the prepare_run patch's
+        ``max_retries`` (TH-019), else the agent's, else the engine's."""
+        patch = self.episode.run_patch
+        retries = patch.max_retries if patch is not None else None
+        if retries is None:
+            retries = self.agent.max_retries
+        if retries is None:
+            retries = self.max_retries
+        return RetryPolicy(max_retries=retries, base_seconds=self.retry_backoff_seconds)
 
     @property
     def runtime_context(self) -> Any:

@@ -35,6 +35,12 @@ class RunEngine:
     # Expands stored file references into model input before each call (MF-040); None
     # drops them, like any data part without a converter.
     files: FileProvider | None = None
+    # Retries of a model step after a transient provider fault (ModelError.retryable), and
+    # the first backoff (doubled each time); agents and prepare_run patches can override
+    # the count. Validated tool calls executed per step; the rest get an error result.
+    max_retries: int = 2
+    retry_backoff_seconds: float = 0.5
+    max_tool_calls_per_step: int = 32
 
     async def run_episode(
         self, claim: ClaimedRun, *, signal: AbortSignal | None = None
@@ -49,6 +55,9 @@ class RunEngine:
             signal=signal,
             checkpoint_seconds=self.checkpoint_seconds,
             files=self.files,
+            max_retries=self.max_retries,
+            retry_backoff_seconds=self.retry_backoff_seconds,
+            max_tool_calls_per_step=self.max_tool_calls_per_step,
         )
         keeper = LeaseKeeper(
             self.store, claim.lease, lease_seconds=self.lease_seconds, signal=signal

@@ -108,10 +108,14 @@ def step_diagnostics(step: StepRecord) -> dict[str, Any]:
     which model produced it, from the step's own record (never folded per run)."""
     request = step.request
     diagnostics: dict[str, Any] = {"finishReason": step.finish_reason}
-    for key in ("provider", "modelId", "durationMs"):
+    # rawFinishReason: the provider's word; retries: transient faults retried (model_retry);
+    # toolCallsRefused: calls not executed (a length-cut step, over the per-step bound).
+    for key in ("provider", "modelId", "durationMs", "rawFinishReason", "retries"):
         if key in request:
             diagnostics[key] = request[key]
-    for flag in ("synthetic", "aborted", "failed"):
+    if request.get("toolCallsRefused"):
+        diagnostics["toolCallsRefused"] = request["toolCallsRefused"]
+    for flag in ("synthetic", "aborted", "failed", "maxStepsReached"):
         if request.get(flag) is True:
             diagnostics[flag] = True
     return diagnostics

@@ -245,6 +245,17 @@ class StepToolCall:
 
 @dataclass(frozen=True, kw_only=True)
 class AfterStepInfo:
+    """One finished step as after_step sees it (LC-143, TH-039).
+
+    ``finish_reason`` is the normalized reason (``stop``, ``length``, ``tool-calls``, ...),
+    ``raw_finish_reason`` the provider's own word for it. ``provider_metadata`` is what the
+    provider reported beside the standard fields, keyed by provider (the finish part's
+    ``providerMetadata``, e.g. cache accounting); ``response_metadata`` the response's
+    ``id``/``modelId``; ``request_metadata`` the request as the step record stores it
+    (provider, model, settings, tool names, message count); ``warnings`` the provider's
+    call warnings (its ``stream-start`` part).
+    """
+
     step_id: str
     index: int
     message: LifecycleMessage
@@ -252,6 +263,10 @@ class AfterStepInfo:
     tool_calls: tuple[StepToolCall, ...] = ()
     provider_metadata: Mapping[str, Any] | None = None
     usage: Usage | None = None
+    raw_finish_reason: str | None = None
+    warnings: tuple[Any, ...] = ()
+    request_metadata: Mapping[str, Any] | None = None
+    response_metadata: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,16 @@ import copy
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, NotRequired, Protocol, TypeAlias, TypedDict, runtime_checkable
+from typing import (
+    Any,
+    Literal,
+    NotRequired,
+    Protocol,
+    TypeAlias,
+    TypedDict,
+    cast,
+    runtime_checkable,
+)
 
 from pydantic import BaseModel
 
@@ -44,20 +53,30 @@ class Usage(TypedDict, total=False):
     totalTokens: int
     reasoningTokens: int
     cachedInputTokens: int
+    # True when some of the counts are PAI's estimate (a cancelled or failed step, or an
+    # attempt that was retried, whose provider sent no usage), not the provider's report.
+    estimated: bool
+
+
+_USAGE_COUNTS = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "reasoningTokens",
+    "cachedInputTokens",
+)
 
 
 def add_usage(left: Usage, right: Usage) -> Usage:
-    total: Usage = {}
-    for key in (
-        "inputTokens",
-        "outputTokens",
-        "totalTokens",
-        "reasoningTokens",
-        "cachedInputTokens",
-    ):
-        if key in left or key in right:
-            total[key] = left.get(key, 0) + right.get(key, 0)
-    return total
+    total: dict[str, Any] = {}
+    lhs: Mapping[str, Any] = left
+    rhs: Mapping[str, Any] = right
+    for key in _USAGE_COUNTS:
+        if key in lhs or key in rhs:
+            total[key] = int(lhs.get(key, 0)) + int(rhs.get(key, 0))
+    if left.get("estimated") or right.get("estimated"):
+        total["estimated"] = True
+    return cast(Usage, total)
 
 
 class ModelSettings(TypedDict, total=False):
@@ -176,11 +195,19 @@ class ModelRequest:
 
 
 class ModelError(Exception):
-    """A provider failed (HTTP error, malformed stream). ``retryable`` hints at transient faults."""
+    """A provider failed (HTTP error, malformed stream).
 
-    def __init__(self, message: str, *, retryable: bool = False) -> None:
+    ``retryable`` marks transient faults (connection errors, timeouts, 408/409/429, 5xx): the
+    run loop retries the step for those, with backoff, up to the run's ``max_retries``;
+    ``retry_after`` is the server's ``Retry-After`` hint in seconds, when it sent one.
+    """
+
+    def __init__(
+        self, message: str, *, retryable: bool = False, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import httpx
 import openai
 
 from pai_agents.abort import Aborted, AbortSignal
@@ -53,12 +54,17 @@ class OpenAIChatModel:
         base_url: str | None = None,
         client: openai.AsyncOpenAI | None = None,
         provider: str = "openai",
-        max_retries: int = 2,
+        max_retries: int = 0,
         timeout: float | None = 60,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         """``default_headers`` go with every request of this model (TH-020: a run that needs
-        its own headers swaps in a model configured with them, from around_model_call)."""
+        its own headers swaps in a model configured with them, from around_model_call).
+
+        ``max_retries`` is the SDK's own retry of a request that failed before streaming;
+        it is 0 because the run loop retries whole steps itself (``ModelError.retryable``,
+        the agent's ``max_retries``), mid-stream failures included, and two layers of
+        retries would multiply each other."""
         self._model = model
         self._provider = provider
         self._owns_client = client is None
@@ -157,7 +163,9 @@ class OpenAIChatModel:
         watch = AbortWatch(signal)
         sdk_stream: openai.AsyncStream[Any] | None = None
         functions = {tool["name"] for tool in request.tools}
-        state = StreamState(provider_tools=frozenset(request.provider_tools) - functions)
+        state = StreamState(
+            provider_tools=frozenset(request.provider_tools) - functions, provider=self._provider
+        )
         try:
             try:
                 opened = await watch.wait(self.client.chat.completions.create(**params))
@@ -176,6 +184,12 @@ class OpenAIChatModel:
             except openai.OpenAIError as exc:
                 watch.check()
                 raise self._model_error(exc) from None
+            except httpx.TransportError as exc:
+                # The SDK wraps transport errors of the request only; a connection dropped
+                # mid-stream surfaces from httpx itself. Transient: worth a retry.
+                watch.check()
+                detail = self._scrub(f"connection lost mid-stream ({type(exc).__name__})")
+                raise ModelError(f"{self._label}: {detail}", retryable=True) from None
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 watch.check()
                 raise ModelError(f"{self._label}: malformed stream ({exc})") from None
@@ -194,10 +208,12 @@ class OpenAIChatModel:
     def _model_error(self, exc: openai.OpenAIError) -> ModelError:
         """Translate an SDK error into a key-free :class:`ModelError` with a retry hint."""
         retryable = False
+        retry_after: float | None = None
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             retryable = status in _RETRYABLE_STATUSES or status >= 500
             detail = f"HTTP {status}: {_error_text(exc)}"
+            retry_after = _retry_after(exc.response.headers.get("retry-after"))
         elif isinstance(exc, openai.APITimeoutError):
             retryable = True
             detail = "request timed out"
@@ -211,12 +227,23 @@ class OpenAIChatModel:
             detail = f"stream error: {_error_text(exc)}"
         else:
             detail = str(exc)
-        return ModelError(f"{self._label}: {self._scrub(detail)}", retryable=retryable)
+        return ModelError(
+            f"{self._label}: {self._scrub(detail)}", retryable=retryable, retry_after=retry_after
+        )
 
     def _scrub(self, text: str) -> str:
         if self._api_key and self._api_key != _LOCAL_PLACEHOLDER_KEY:
             text = text.replace(self._api_key, "***")
         return _SECRET_PATTERN.sub("***", text)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds (the HTTP-date form is ignored: servers here send seconds)."""
+    try:
+        seconds = float(value) if value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < 3600 else None
 
 
 def _error_text(exc: openai.APIError) -> str:

@@ -51,6 +51,8 @@ class StreamState:
     """
 
     provider_tools: frozenset[str] = frozenset()
+    # The key of the finish part's ``providerMetadata`` (the model's provider name).
+    provider: str = "openai"
     metadata_sent: bool = False
     text_id: str | None = None
     reasoning_id: str | None = None
@@ -58,6 +60,9 @@ class StreamState:
     by_index: dict[int, _ToolCallState] = field(default_factory=dict)
     raw_finish_reason: str | None = None
     usage: Usage = field(default_factory=lambda: Usage())
+    # Provider facts beside the standard fields (TH-039): ``systemFingerprint``, prediction
+    # token counts, a server's own ``timings`` (llama.cpp), as the stream reported them.
+    provider_metadata: dict[str, Any] = field(default_factory=dict)
 
     def consume(self, chunk: Any) -> list[StepStreamPart]:
         """The parts one SDK chunk yields (response metadata first, once)."""
@@ -73,6 +78,8 @@ class StreamState:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = _convert_usage(usage)
+            self.provider_metadata.update(_prediction_tokens(usage))
+        self._take_metadata(chunk)
         for choice in getattr(chunk, "choices", None) or []:
             if getattr(choice, "index", 0) not in (0, None):
                 continue  # n > 1 is not supported; keep the first candidate only
@@ -90,6 +97,15 @@ class StreamState:
             if choice.finish_reason:
                 self.raw_finish_reason = choice.finish_reason
         return parts
+
+    def _take_metadata(self, chunk: Any) -> None:
+        fingerprint = getattr(chunk, "system_fingerprint", None)
+        if isinstance(fingerprint, str) and fingerprint:
+            self.provider_metadata["systemFingerprint"] = fingerprint
+        extra = getattr(chunk, "model_extra", None) or {}
+        timings = extra.get("timings") if isinstance(extra, dict) else None
+        if isinstance(timings, dict):
+            self.provider_metadata["timings"] = timings
 
     def _text(self, delta: str) -> list[StepStreamPart]:
         parts = self._close_reasoning()
@@ -200,6 +216,8 @@ class StreamState:
         finish: StepStreamPart = {"type": "finish", "finishReason": reason, "usage": self.usage}
         if raw:
             finish["rawFinishReason"] = raw
+        if self.provider_metadata:
+            finish["providerMetadata"] = {self.provider: dict(self.provider_metadata)}
         parts.append(finish)
         return parts
 
@@ -214,6 +232,20 @@ def _take_provider_result(state: _ToolCallState, call: Any) -> None:
             if is_error:
                 state.result["isError"] = True
             return
+
+
+def _prediction_tokens(usage: Any) -> dict[str, int]:
+    """OpenAI's predicted-output counts, as the AI SDK reports them in provider metadata."""
+    details = getattr(usage, "completion_tokens_details", None)
+    found: dict[str, int] = {}
+    for source, target in (
+        ("accepted_prediction_tokens", "acceptedPredictionTokens"),
+        ("rejected_prediction_tokens", "rejectedPredictionTokens"),
+    ):
+        value = getattr(details, source, None) if details is not None else None
+        if isinstance(value, int):
+            found[target] = value
+    return found
 
 
 def _convert_usage(usage: Any) -> Usage:

@@ -61,6 +61,7 @@ async def aexecute_run(
         logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
         return None
     agent = registry.get_agent(claim.agent_name)
+    titles.yield_to_run(claim.thread_id)  # a title call must not hold the model up
     publisher = RealtimePublisher(claim.thread_id, facts=store.facts)
     engine = RunEngine(
         agent=agent,
@@ -68,6 +69,9 @@ async def aexecute_run(
         sink=publisher if sink is None else TeeSink(sink, publisher),
         lease_seconds=pai_settings.LEASE_SECONDS,
         files=file_provider(),
+        max_retries=pai_settings.MODEL_MAX_RETRIES,
+        retry_backoff_seconds=pai_settings.MODEL_RETRY_BACKOFF_SECONDS,
+        max_tool_calls_per_step=pai_settings.MAX_TOOL_CALLS_PER_STEP,
     )
     signal = signal or AbortSignal()
     try:

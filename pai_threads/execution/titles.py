@@ -10,14 +10,22 @@ public thread head (``thread.updated``).
 
 Titles are best effort: a job lost with its process, a failing model or a timeout leaves the
 title as it was until the next completed run.
+
+Titles never hold the user up. The default call is bounded (``ThreadTitles``:
+``max_output_tokens``, the first usable line, ``timeout_seconds`` for the whole job), and a
+run that starts on the thread while its title job is still calling the model in this process
+aborts that job (:func:`yield_to_run`): on a model server with one slot, the user's next
+message would otherwise wait behind the title. The title then comes after a later run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -37,14 +45,41 @@ from pai_threads.executors.loop import background_loop
 from pai_threads.models import Message, Run, Thread
 from pai_threads.store.db import run_db_closing as _db
 
-__all__ = ["after_run", "agenerate", "dispatch_in_process", "schedule"]
+__all__ = ["after_run", "agenerate", "dispatch_in_process", "schedule", "yield_to_run"]
 
 logger = logging.getLogger("pai.titles")
 T = TypeVar("T")
 
-# The newest transcript messages a title call sees, and how long it may take.
+# The newest transcript messages a title call sees.
 TRANSCRIPT_MESSAGES = 40
-TIMEOUT_SECONDS = 60.0
+YIELD_REASON = "a run started on the thread"
+
+# The abort signals of this process's title jobs still generating, by thread id.
+_generating: dict[str, set[AbortSignal]] = {}
+_generating_lock = threading.Lock()
+
+
+def yield_to_run(thread_id: str) -> None:
+    """A run starts on ``thread_id``: abort its title jobs still calling the model here."""
+    with _generating_lock:
+        signals = list(_generating.get(thread_id, ()))
+    for signal in signals:
+        signal.abort(YIELD_REASON)
+
+
+@contextmanager
+def _generating_for(thread_id: str, signal: AbortSignal) -> Iterator[None]:
+    with _generating_lock:
+        _generating.setdefault(thread_id, set()).add(signal)
+    try:
+        yield
+    finally:
+        with _generating_lock:
+            waiting = _generating.get(thread_id)
+            if waiting is not None:
+                waiting.discard(signal)
+                if not waiting:
+                    del _generating[thread_id]
 
 
 async def after_run(agent: AgentDefinition, *, thread_id: str, run_id: str, status: str) -> None:
@@ -121,11 +156,16 @@ async def agenerate(thread_id: str, run_id: str) -> str | None:
 
     try:
         # One deadline for the whole job: a slow runtime_context builder counts too.
-        title = await asyncio.wait_for(generate(), timeout=TIMEOUT_SECONDS)
+        with _generating_for(thread_id, signal):
+            title = await asyncio.wait_for(generate(), timeout=config.timeout_seconds)
     except Exception:
+        if signal.reason == YIELD_REASON:
+            logger.info("thread %s: title job yielded to a new run", thread_id)
+            return None
         signal.abort("title generation failed")
         logger.exception("title generation failed for thread %s", thread_id)
         return None
+
     if title is None:  # AD-049: nothing to store
         return None
     stored = await _db(_store, thread_id, record, title)

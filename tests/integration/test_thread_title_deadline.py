@@ -35,12 +35,13 @@ def test_a_slow_runtime_context_builder_is_inside_the_title_deadline(
         instructions="Help.",
         model=ScriptedModel(respond=lambda request: ScriptedStep.reply("A title")),
         runtime_context=slow_context,
-        thread_titles=ThreadTitles(generator=lambda title_input: "Never stored"),
+        thread_titles=ThreadTitles(
+            generator=lambda title_input: "Never stored", timeout_seconds=0.2
+        ),
     )
     agents = {**registry.agents(), agent.name: agent}
     # lru_cache keeps the registry's cache_clear(), which a settings reload calls.
     monkeypatch.setattr(registry, "agents", functools.lru_cache(maxsize=None)(lambda: agents))
-    monkeypatch.setattr(titles, "TIMEOUT_SECONDS", 0.2)
     monkeypatch.setattr(titles, "schedule", lambda **kwargs: None)
 
     thread = services.create_thread(alice, agent=agent.name)

@@ -159,7 +159,7 @@ def test_ad_041_042_a_completed_run_stores_a_generated_title_record(
     # AD-046: the title call is a bare request on the selected model.
     main, title_call = _model(agent).requests
     assert main.settings == {"temperature": 0.3} and dict(main.provider_options)
-    assert title_call.settings == {} and dict(title_call.provider_options) == {}
+    assert title_call.settings == {"maxOutputTokens": 32} and dict(title_call.provider_options) == {}
     assert title_call.tools == []
     assert "User: Plan a weekend in Lisbon" in title_call.messages[0]["content"][0]["text"]
 
@@ -384,7 +384,7 @@ def test_ad_046_047_title_model_and_instruction_builder_per_call(
     assert [b.run_id for b in built] == list(
         Run.objects.filter(thread_id=thread.id).order_by("created_at").values_list("id", flat=True)
     )
-    assert all(r.settings == {} for r in title_model.requests)
+    assert all(r.settings == {"maxOutputTokens": 32} for r in title_model.requests)
     assert all(r.system != DEFAULT_TITLE_INSTRUCTIONS for r in _model(agent).requests)
 
 

@@ -202,7 +202,9 @@ def test_ad_054_without_a_summary_model_the_selected_model_answers_bare() -> Non
     assert _generate(agent, selected) == "Adding numbers"
     [request] = selected.requests
     assert isinstance(request, ModelRequest)
-    assert not request.settings and not request.provider_options and not request.tools
+    # Only the summary call's own output bound, never the run's settings.
+    assert dict(request.settings) == {"maxOutputTokens": 48}
+    assert not request.provider_options and not request.tools
 
 
 def test_ad_054_the_summary_model_resolver_gets_the_run_facts() -> None:

@@ -202,7 +202,8 @@ def test_ad_046_default_generator_uses_the_selected_model_without_run_settings()
 
     assert _generate(agent) == "Lisbon trip"
     (request,) = model.requests
-    assert request.settings == {} and dict(request.provider_options) == {}
+    # Only the title call's own output bound, never the run's settings (900 tokens here).
+    assert request.settings == {"maxOutputTokens": 32} and dict(request.provider_options) == {}
     assert request.tools == [] and dict(request.provider_tools) == {}
 
 

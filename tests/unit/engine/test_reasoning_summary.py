@@ -401,7 +401,9 @@ async def test_default_summarizer_uses_the_selected_model_without_run_settings()
     assert dict(main.settings) == {"temperature": 0.2, "maxOutputTokens": 50}
     assert main.provider_options
     assert summary.system == DEFAULT_REASONING_SUMMARY_INSTRUCTIONS
-    assert not summary.settings and not summary.provider_options and not summary.tools
+    # Only the summary call's own output bound, never the run's settings.
+    assert dict(summary.settings) == {"maxOutputTokens": 48}
+    assert not summary.provider_options and not summary.tools
     assert summary.messages[-1]["content"][0]["text"] == "Option A or B?"
     step = store.thread_messages(thread_id)[1]
     assert _summaries(step)[0]["data"]["summary"] == "Weighs the options"
