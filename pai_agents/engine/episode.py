@@ -14,6 +14,7 @@ kept private on the run; clients see only the ``failed`` status (LC-158).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from pai_agents.engine.endings import end_dropping_open, fail_run, finish_run
@@ -25,6 +26,7 @@ from pai_agents.engine.store import LeaseLost, RunOutcome
 from pai_agents.engine.synthetic import respond_without_model
 from pai_agents.lifecycle.facade import LifecycleMessage
 from pai_agents.lifecycle.inputs import PrepareRunInput, RunFinishedInput
+from pai_agents.lifecycle.operation_input import OperationInput, resume_answers
 from pai_agents.lifecycle.overlay import EpisodeState
 from pai_agents.lifecycle.results import Complete, Continue, Fail, Respond
 from pai_agents.models.base import ModelSelection
@@ -38,11 +40,12 @@ async def run_episode_loop(state: RunState) -> RunOutcome:
         state.bind(await state.agent.build_runtime_context(state.behavior))
         decision = None
         if "prepare_run" in state.phases:
+            latest = await _latest_user_message(state)
             decision = await state.lifecycle.prepare_run(
                 PrepareRunInput(
                     **state.hook_base(),
-                    input=None,
-                    latest_user_message=await _latest_user_message(state),
+                    input=_operation_input(state, latest),
+                    latest_user_message=latest,
                 )
             )
         if isinstance(decision, Respond):
@@ -133,6 +136,21 @@ async def _latest_user_message(state: RunState) -> LifecycleMessage | None:
     if page.items and page.items[0].role == "user":
         return page.items[0]
     return None
+
+
+def _operation_input(state: RunState, latest: LifecycleMessage | None) -> OperationInput:
+    """LC-069: the input of the operation that created or resumed the run."""
+    operation = state.operation
+    answers: tuple[Mapping[str, Any], ...] = ()
+    if operation == "resume":
+        client_tools = frozenset(n for n, t in state.agent.tools.items() if t.execute is None)
+        answers = resume_answers(state.claim.last_message, client_tools)
+    return OperationInput(
+        operation=operation,
+        client_data=dict(state.claim.client_data),
+        message=latest if operation == "send" else None,
+        answers=answers,
+    )
 
 
 async def _selection(state: RunState) -> ModelSelection:

@@ -84,6 +84,7 @@ from pai_agents.lifecycle.metadata import (
 )
 from pai_agents.lifecycle.model_call import ModelCallOutcome, open_model_stream, run_model_call
 from pai_agents.lifecycle.observers import ExtensionObserver, observe
+from pai_agents.lifecycle.operation_input import OperationInput
 from pai_agents.lifecycle.output import StructuredOutputError, validate_output
 from pai_agents.lifecycle.overlay import EpisodeState, ModelOverlay
 from pai_agents.lifecycle.patches import (
@@ -197,6 +198,7 @@ __all__ = [
     "MutationConflict",
     "NextStep",
     "NextStepPatch",
+    "OperationInput",
     "Page",
     "PrepareHistoryRewriteInput",
     "PrepareModelStepInput",
