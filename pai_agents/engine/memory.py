@@ -10,11 +10,11 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pai_agents.engine.memory_lifecycle import EngineLifecycleBackend
+from pai_agents.engine.memory_lifecycle import EngineLifecycleBackend, lease_holds
+from pai_agents.engine.memory_rows import MemoryMessage, MemoryRun
 from pai_agents.engine.store import (
     TERMINAL_STATUSES,
     ActionRequest,
@@ -37,59 +37,6 @@ from pai_agents.models.base import Usage
 __all__ = ["InMemoryThreadStore", "MemoryMessage", "MemoryRun"]
 
 ACTIVE_STATUSES = frozenset({"queued", "running", "waiting"})
-
-
-@dataclass(kw_only=True)
-class MemoryRun:
-    id: str
-    thread_id: str
-    agent_name: str
-    scope_key: str
-    identity: dict[str, Any]
-    client_data: dict[str, Any]
-    initiator: str = "send"
-    status: str = "queued"
-    lease_owner: str | None = None
-    lease_expires_at: datetime | None = None
-    lease_token: int = 0
-    attempt: int = 0
-    step_count: int = 0
-    usage: dict[str, Any] = field(default_factory=dict)
-    error: dict[str, Any] | None = None
-    cancel_requested: bool = False
-    # Set by the first claim only: the logical run start hooks see as run.started_at (LC-007).
-    started_at: datetime | None = None
-
-
-@dataclass(kw_only=True)
-class MemoryMessage:
-    message: UIMessage
-    thread_id: str
-    run_id: str | None
-    position: int
-    status: str = "committed"
-    step_index: int | None = None
-    context: bool = True
-    # A step message's own usage and diagnostics (MF-002), projected by client_messages.
-    usage: dict[str, Any] | None = None
-    diagnostics: dict[str, Any] | None = None
-
-    def client_message(self) -> UIMessage:
-        """The client projection, as the ORM's ``Message.to_ui_message``: ``metadata.pai``
-        with producer (step: ``model``; run input: ``send``; no run: ``lifecycle``)."""
-        producer = (
-            "model" if self.step_index is not None else "send" if self.run_id else "lifecycle"
-        )
-        pai: dict[str, Any] = {"producer": producer, "status": self.status}
-        if self.run_id:
-            pai["runId"] = self.run_id
-        if self.usage is not None:
-            pai["usage"] = copy.deepcopy(self.usage)
-        if self.diagnostics is not None:
-            pai["diagnostics"] = copy.deepcopy(self.diagnostics)
-        message = copy.deepcopy(self.message)
-        message["metadata"] = {**(message.get("metadata") or {}), "pai": pai}
-        return message
 
 
 class InMemoryThreadStore:
@@ -208,15 +155,15 @@ class InMemoryThreadStore:
                 started_at=run.started_at,
             )
 
-    def _fenced(self, lease: Lease) -> MemoryRun:
+    def _fenced(self, lease: Lease, *, renewal: bool = False) -> MemoryRun:
         run = self.runs.get(lease.run_id)
-        if run is None or run.lease_token != lease.token or run.status != "running":
+        if run is None or not lease_holds(run, lease.token, renewal=renewal):
             raise LeaseLost(lease.run_id)
         return run
 
     async def heartbeat(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
         with self._lock:
-            run = self._fenced(lease)
+            run = self._fenced(lease, renewal=True)  # an expired, untaken lease renews
             run.lease_expires_at = datetime.now(UTC) + timedelta(seconds=lease_seconds)
             return RunSignals(cancel_requested=run.cancel_requested)
 

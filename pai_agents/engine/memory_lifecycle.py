@@ -10,6 +10,7 @@ by the engine's lease tokens.
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 from pai_agents.engine.store import Lease, LeaseLost
@@ -26,7 +27,7 @@ from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataBags
 from pai_agents.lifecycle.thread_facade import LifecycleThreadFacade
 from pai_agents.messages.types import UIMessage
 
-__all__ = ["EngineLifecycleBackend", "EngineRows"]
+__all__ = ["EngineLifecycleBackend", "EngineRows", "lease_holds"]
 
 
 class EngineRows(Protocol):
@@ -41,6 +42,18 @@ class EngineRows(Protocol):
     ) -> None:
         """Store a message a hook appended (no run, committed)."""
         ...
+
+
+def lease_holds(run: Any, token: int, *, renewal: bool = False) -> bool:
+    """The lease predicate: this execution's token, a running run, and a lease unexpired by
+    the store's clock (LC-033: a write after expiry is refused even before a takeover).
+    ``renewal`` (the heartbeat): an expired lease nobody took over may still be renewed."""
+    return (
+        run.lease_token == token
+        and run.status == "running"
+        and (renewal or run.lease_expires_at is not None)
+        and (renewal or run.lease_expires_at > datetime.now(UTC))
+    )
 
 
 class _EngineRow:
@@ -137,7 +150,7 @@ class EngineLifecycleBackend(InMemoryLifecycleStore):
 
     def _fence(self, lease: LeaseLike) -> RunRecord:
         run = self.engine_store.runs.get(lease.run_id)
-        if run is None or run.lease_token != lease.token or run.status != "running":
+        if run is None or not lease_holds(run, lease.token):
             raise LeaseLost(lease.run_id)
         return self._run_row(lease.run_id)
 

@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import F, Field, Model, Q, QuerySet
+from django.db.models.functions import Now
 from django.db.models.sql import InsertQuery, UpdateQuery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -80,10 +81,22 @@ _JSON_FIELDS = frozenset({"parts", "metadata", "usage", "diagnostics"})
 _DATETIME_FIELDS = frozenset({"created_at", "updated_at"})
 
 
-def lease_held(lease: LeaseLike) -> Q:
+def lease_held(lease: LeaseLike, *, renewal: bool = False) -> Q:
     """The lease predicate: the write is made by the run's current lease holder (the run
-    row still carries this execution's fencing token, and the run is still running)."""
-    return Q(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
+    row still carries this execution's fencing token, the run is still running, and the
+    lease has not expired by the database's clock: LC-033, a write after expiry is refused
+    even before another worker takes over).
+
+    ``renewal`` (the heartbeat only): an expired lease nobody took over yet may still be
+    renewed by its holder; the token alone decides, and no other write is made with it."""
+    if renewal:
+        return Q(id=lease.run_id, lease_token=lease.token, status=Run.Status.RUNNING)
+    return Q(
+        id=lease.run_id,
+        lease_token=lease.token,
+        status=Run.Status.RUNNING,
+        lease_expires_at__gt=Now(),
+    )
 
 
 def lease_expired(now: datetime) -> Q:
@@ -91,9 +104,9 @@ def lease_expired(now: datetime) -> Q:
     return Q(status=Run.Status.RUNNING, lease_expires_at__lt=now)
 
 
-def held_runs(lease: LeaseLike) -> QuerySet[Run]:
+def held_runs(lease: LeaseLike, *, renewal: bool = False) -> QuerySet[Run]:
     """The run row, if ``lease`` still holds it (for a fencing UPDATE)."""
-    return Run.objects.filter(lease_held(lease))
+    return Run.objects.filter(lease_held(lease, renewal=renewal))
 
 
 def fence(lease: LeaseLike, **changes: Any) -> None:
@@ -108,12 +121,19 @@ def _lease_params(lease: LeaseLike) -> list[Any]:
 
 
 @cache
-def _held_where(vendor: str) -> str:
+def _held_where(vendor: str, renewal: bool = False) -> str:
     """:func:`lease_held` as the SQL the ORM compiles it to (tests compare the two)."""
     table = qn(Run._meta.db_table)
+    if renewal:
+        return (
+            f"({table}.{qn('id')} = %s AND {table}.{qn('lease_token')} = %s "
+            f"AND {table}.{qn('status')} = %s)"
+        )
+    compiler = Run.objects.all().query.get_compiler(connection=connection)
+    now, _ = compiler.compile(Now())
     return (
-        f"({table}.{qn('id')} = %s AND {table}.{qn('lease_token')} = %s "
-        f"AND {table}.{qn('status')} = %s)"
+        f"({table}.{qn('id')} = %s AND {table}.{qn('lease_expires_at')} > ({now}) "
+        f"AND {table}.{qn('lease_token')} = %s AND {table}.{qn('status')} = %s)"
     )
 
 
@@ -133,22 +153,24 @@ def held_exists_sql(lease: LeaseLike) -> tuple[str, list[Any]]:
 
 
 @cache
-def _fenced_update(vendor: str, shape: tuple[tuple[str, bool], ...]) -> str:
+def _fenced_update(vendor: str, shape: tuple[tuple[str, bool], ...], renewal: bool) -> str:
     table = qn(Run._meta.db_table)
     if shape:
         sets = ", ".join(f"{qn(name)} = {'NULL' if null else '%s'}" for name, null in shape)
     else:
         sets = f"{qn('lease_token')} = {table}.{qn('lease_token')}"
-    return f"UPDATE {table} SET {sets} WHERE {_held_where(vendor)}"  # noqa: S608
+    return f"UPDATE {table} SET {sets} WHERE {_held_where(vendor, renewal)}"  # noqa: S608
 
 
-def fenced_update_sql(lease: LeaseLike, changes: dict[str, Any]) -> tuple[str, list[Any]]:
+def fenced_update_sql(
+    lease: LeaseLike, changes: dict[str, Any], *, renewal: bool = False
+) -> tuple[str, list[Any]]:
     """``held_runs(lease).update(**changes)`` as :func:`update_sql` compiles it (no changes:
     the no-op write that only takes the row lock), its text built once per set of columns.
     Values are prepared for the database as the ORM's update compiler does; an expression
     among them takes the ORM's own compiler."""
     if any(hasattr(value, "resolve_expression") for value in changes.values()):
-        return update_sql(held_runs(lease), changes)
+        return update_sql(held_runs(lease, renewal=renewal), changes)
     conn = connections[DEFAULT_DB_ALIAS]
     shape = tuple((name, value is None) for name, value in changes.items())
     given = {name: value for name, value in changes.items() if value is not None}
@@ -157,7 +179,7 @@ def fenced_update_sql(lease: LeaseLike, changes: dict[str, Any]) -> tuple[str, l
         field.get_db_prep_save(value, connection=conn)
         for field, value in zip(fields, given.values(), strict=True)
     ]
-    return _fenced_update(conn.vendor, shape), params + _lease_params(lease)
+    return _fenced_update(conn.vendor, shape, renewal), params + _lease_params(lease)
 
 
 def model_fields(model: type[Model], names: Iterable[str]) -> tuple[Field[Any, Any], ...]:

@@ -118,7 +118,7 @@ class ORMThreadStore:
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
         # One statement: the fencing UPDATE returns the cancel request and the queue.
         expires = timezone.now() + timedelta(seconds=lease_seconds)
-        sql, params = fenced_update_sql(lease, {"lease_expires_at": expires})
+        sql, params = fenced_update_sql(lease, {"lease_expires_at": expires}, renewal=True)
         queued, queued_params = queued_sql(run_column("thread_id"))
         sql += f" RETURNING {run_column('cancel_requested_at')}, {queued}"
         with connection.cursor() as cursor:

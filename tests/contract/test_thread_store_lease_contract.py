@@ -24,7 +24,6 @@ from tests.contract.thread_store_values import (
     USAGE,
     claimed,
     ids,
-    memory_xfail,
     step,
     text_message,
     tool_message,
@@ -147,33 +146,11 @@ async def test_the_new_lease_holder_carries_on_after_a_takeover(backend: StoreBa
     assert (run.status, run.step_count, run.token) == ("completed", 2, taken.lease.token)
 
 
-@pytest.mark.parametrize(
-    "backend",
-    [
-        memory_xfail(
-            "LC-033 (known finding, later issue): the in-memory store fences on the token only;"
-            " a write after expiry but before a takeover still commits"
-        ),
-        pytest.param(
-            "orm",
-            marks=[
-                ORM_DB,
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="LC-033 (known finding, later issue): lease_held checks the token and "
-                    "status, not lease_expires_at; a write after expiry but before a takeover "
-                    "still commits",
-                ),
-            ],
-        ),
-    ],
-    indirect=True,
-)
-async def test_a_write_after_lease_expiry_is_rejected_even_before_a_takeover(
+async def test_lc_033_a_write_after_lease_expiry_is_rejected_even_before_a_takeover(
     backend: StoreBackend,
 ) -> None:
     """LC-033: writes are conditional on the current owner by the store's clock; LeaseLost
-    means "expired or taken over". Today both stores still commit an expired lease's write."""
+    means "expired or taken over" (both stores used to commit an expired lease's write)."""
     thread_id, claim = await claimed(backend)
     await backend.expire_lease(claim.lease.run_id)
     before = await backend.snapshot(thread_id, claim.lease.run_id)

@@ -14,12 +14,14 @@ background loop in the same process never pollutes the count.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.db import connection
 from django.test import override_settings
+from django.utils import timezone
 
 from benchmarks.agents import w1_agent, w2_agent
 from benchmarks.workloads.common import USER_MESSAGE
@@ -139,7 +141,7 @@ def test_single_statement_writes_are_fenced_by_the_lease() -> None:
     sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
     assert sent.run is not None
     store = ORMThreadStore()
-    stale = store.claim_run_sync(sent.run.id, owner="w1", lease_seconds=-1).lease
+    stale = store.claim_run_sync(sent.run.id, owner="w1", lease_seconds=60).lease
     now = datetime.now(UTC)
     call = {"type": "tool-lookup", "toolCallId": "c1", "state": "input-available", "input": {}}
     step = StepRecord(
@@ -152,6 +154,8 @@ def test_single_statement_writes_are_fenced_by_the_lease() -> None:
     open_part = {"type": "text", "text": "so far", "state": "streaming"}
     open_message = {"id": "a2", "role": "assistant", "parts": [open_part]}
     store.checkpoint_message_sync(stale, message=open_message, step_index=1)
+    # The lease runs out (LC-033: w1 may not write after that), and w2 takes over.
+    Run.objects.filter(id=sent.run.id).update(lease_expires_at=timezone.now() - timedelta(1))
     fresh = store.claim_run_sync(sent.run.id, owner="w2", lease_seconds=60).lease
     before = {m.message_id: (m.parts, m.updated_at) for m in Message.objects.filter(run=sent.run)}
 

@@ -169,7 +169,7 @@ async def test_recovery_settles_a_tool_call_a_dead_worker_was_executing() -> Non
         steps=[ScriptedStep.call("lookup", {"q": "x"}, id="c1"), ScriptedStep.reply("recovered")]
     )
     store, run_id, agent = _setup(model)
-    claim = await store.claim_run(run_id, owner="dead", lease_seconds=-1)
+    claim = await store.claim_run(run_id, owner="dead", lease_seconds=30)
     # The dead worker committed step 0 (call recorded) and died before the tool finished.
     engine = RunEngine(agent=agent, store=store)
     step_message = {
@@ -204,6 +204,7 @@ async def test_recovery_settles_a_tool_call_a_dead_worker_was_executing() -> Non
         ),
     )
     model._queue.pop(0)  # the dead attempt consumed the first model step
+    expire(store, run_id)  # the dead worker's lease runs out (it wrote before that, LC-033)
 
     outcome = await _episode(store, run_id, agent)
     assert outcome.status == "completed"
@@ -223,7 +224,7 @@ async def test_recovery_settles_a_tool_call_a_dead_worker_was_executing() -> Non
 async def test_recovery_reruns_an_interrupted_idempotent_tool() -> None:
     model = ScriptedModel(steps=[ScriptedStep.reply("done")])
     store, run_id, agent = _setup(model)
-    claim = await store.claim_run(run_id, owner="dead", lease_seconds=-1)
+    claim = await store.claim_run(run_id, owner="dead", lease_seconds=30)
     from datetime import UTC, datetime
 
     from pai_agents.engine.store import StepRecord
@@ -254,7 +255,15 @@ async def test_recovery_reruns_an_interrupted_idempotent_tool() -> None:
             finished_at=now,
         ),
     )
+    expire(store, run_id)  # the dead worker's lease runs out (it wrote before that, LC-033)
     assert (await _episode(store, run_id, agent)).status == "completed"
     assert executions == ["again"]
     part = store.thread_messages(store.runs[run_id].thread_id)[1]["parts"][1]
     assert part["state"] == "output-available" and part["output"] == "refreshed"
+
+
+def expire(store: Any, run_id: str) -> None:
+    """The run's lease ran out a second ago (its worker died)."""
+    from datetime import UTC, datetime, timedelta
+
+    store.runs[run_id].lease_expires_at = datetime.now(UTC) - timedelta(seconds=1)

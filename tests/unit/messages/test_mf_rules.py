@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
 import pytest
@@ -300,7 +301,7 @@ async def test_mf_030_recovery_restarts_from_the_checkpoint_without_replaying_lo
     model = ScriptedModel(steps=[ScriptedStep.reply("A fresh complete answer.")])
     agent = define_agent("r", instructions="x", model=model)
     store, run_id = _setup("r")
-    dead = await store.claim_run(run_id, owner="dead", lease_seconds=-1)
+    dead = await store.claim_run(run_id, owner="dead", lease_seconds=30)
     partial = {
         "id": "m-open",
         "role": "assistant",
@@ -310,6 +311,8 @@ async def test_mf_030_recovery_restarts_from_the_checkpoint_without_replaying_lo
         ],
     }
     await store.checkpoint_message(dead.lease, message=partial, step_index=0)  # type: ignore[arg-type]
+    # The dead worker's lease runs out (it wrote before that, LC-033).
+    store.runs[run_id].lease_expires_at = datetime.now(UTC) - timedelta(seconds=1)
 
     sink = RecordingSink()
     outcome = await _episode(store, run_id, agent, sink=sink)
