@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -75,14 +75,81 @@ def canonical_value(schema: SchemaLike, value: Any, *, what: str = "value") -> J
 
 
 def check_schema(schema: SchemaLike, *, what: str) -> JsonObject:
-    """Definition-time check; returns the parsed ``{}`` (the initial bag)."""
+    """Definition-time check; returns the parsed ``{}`` (the initial bag).
+
+    AD-030: besides ``{}`` (which a transform may never touch: a default), the schema's
+    output types must be input types, field by field (its JSON schema in serialization mode
+    against validation mode), so a str -> int serializer is refused here, while a
+    canonicalizing coercion (a Decimal dumped as its string, say) is accepted."""
     try:
         initial = canonical_value(schema, {}, what=what)
     except InvalidMetadata as exc:
         raise MetadataSchemaError(f"{what} must accept {{}} canonically: {exc}") from exc
     if not isinstance(initial, dict):
         raise MetadataSchemaError(f"{what} must describe a JSON object")
+    adapter = _adapter(schema)
+    try:
+        val, ser = adapter.json_schema(mode="validation"), adapter.json_schema(mode="serialization")
+    except Exception:
+        return initial
+    _output_fits(ser, val, ser.get("$defs", {}), val.get("$defs", {}), what)
     return initial
+
+
+def _resolved(node: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return cast(Mapping[str, Any], defs.get(ref.removeprefix("#/$defs/"), {}))
+    return node
+
+
+def _branches(node: Mapping[str, Any], defs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    node = _resolved(node, defs)
+    subs = node.get("anyOf") or node.get("oneOf")
+    if subs:
+        return [b for sub in subs for b in _branches(sub, defs)]
+    return [node]
+
+
+def _kinds(node: Mapping[str, Any]) -> set[str]:
+    kind = node.get("type")
+    if kind is None:
+        return {"any"}
+    return set(kind) if isinstance(kind, list) else {str(kind)}
+
+
+def _output_fits(
+    ser: Mapping[str, Any],
+    val: Mapping[str, Any],
+    ser_defs: Mapping[str, Any],
+    val_defs: Mapping[str, Any],
+    path: str,
+) -> None:
+    """Raise :class:`MetadataSchemaError` where an output type is not an input type."""
+    outputs, inputs = _branches(ser, ser_defs), _branches(val, val_defs)
+    accepted = set().union(*(_kinds(b) for b in inputs))
+    if "any" in accepted:
+        return
+    if "number" in accepted:
+        accepted.add("integer")
+    for out in outputs:
+        kinds = _kinds(out)
+        if "any" in kinds:
+            continue
+        wrong = kinds - accepted
+        if wrong:
+            raise MetadataSchemaError(
+                f"{path}: the schema outputs {sorted(wrong)} where it accepts {sorted(accepted)}"
+                " (a transform whose output is not valid input, AD-030)"
+            )
+        for inp in inputs:
+            if "object" in kinds and "object" in _kinds(inp):
+                props = inp.get("properties", {})
+                for key, sub in out.get("properties", {}).items():
+                    if key in props:
+                        _output_fits(sub, props[key], ser_defs, val_defs, f"{path}.{key}")
+            if "array" in kinds and "array" in _kinds(inp) and "items" in out and "items" in inp:
+                _output_fits(out["items"], inp["items"], ser_defs, val_defs, f"{path}[]")
 
 
 @dataclass(frozen=True, kw_only=True)
