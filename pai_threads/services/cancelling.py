@@ -7,12 +7,15 @@ from functools import partial
 from django.db import transaction
 from django.utils import timezone
 
+from pai_agents.engine.cancelled import cancelled_run_finished, observes_run_finished
+from pai_agents.engine.rewrites import dispatcher
 from pai_agents.engine.tool_calls import open_tool_parts, settle_chunk
 from pai_agents.messages.reducer import MessageReducer
+from pai_agents.messages.types import UIMessage
 from pai_threads.errors import NotFound
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import run_and_side_state
-from pai_threads.execution import cancellation
+from pai_threads.execution import cancellation, registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run
 from pai_threads.services.input_guard import lookup_id
@@ -58,25 +61,53 @@ def cancel_locked(run: Run) -> None:
         return
     if run.status not in (Run.Status.QUEUED, Run.Status.WAITING):
         return
-    if run.status == Run.Status.WAITING:
+    waiting = run.status == Run.Status.WAITING
+    message = None
+    if waiting:
         PendingAction.objects.filter(run=run, status=PendingAction.Status.PENDING).update(
             status=PendingAction.Status.CANCELLED, resolved_at=now
         )
-        _settle_waiting_message(run)
+        message = _settle_waiting_message(run)
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.CANCELLED, finished_at=now, lease_owner="", lease_expires_at=None
     )
     admit_next(run.thread_id)
+    _run_finished_after_commit(run, message, continuation=waiting)
 
 
-def _settle_waiting_message(run: Run) -> None:
-    """A cancelled waiting run leaves no unanswered tool call behind (transcript integrity)."""
+def _run_finished_after_commit(run: Run, message: UIMessage | None, *, continuation: bool) -> None:
+    """TH-041: no episode ends a queued or waiting run cancelled here, so the agent's
+    run_finished observer is handed to the post-commit dispatcher."""
+    try:
+        agent = registry.get_agent(run.agent_name)
+    except LookupError:
+        return  # an agent no longer registered: nothing observes the run
+    if not observes_run_finished(agent):
+        return
+    job = cancelled_run_finished(
+        agent,
+        run_id=run.id,
+        thread_id=run.thread_id,
+        identity=dict(run.identity),
+        client_data=dict(run.client_data),
+        message=message,
+        continuation=continuation,
+    )
+    transaction.on_commit(lambda: dispatcher().submit(run.thread_id, job))
+
+
+def _settle_waiting_message(run: Run) -> UIMessage | None:
+    """A cancelled waiting run leaves no unanswered tool call behind (transcript integrity);
+    returns the settled message."""
     row = Message.objects.filter(run=run, step_index__isnull=False).order_by("-step_index").first()
     if row is None:
-        return
+        return None
     reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
     for part in list(open_tool_parts(reducer.message)):
         reducer.apply(settle_chunk(part["toolCallId"], "cancel"))
     Message.objects.filter(pk=row.pk).update(
         parts=reducer.message["parts"], updated_at=timezone.now()
+    )
+    return UIMessage(
+        id=row.message_id, role="assistant", parts=reducer.message["parts"], metadata=row.metadata
     )
