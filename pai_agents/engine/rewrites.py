@@ -288,16 +288,17 @@ async def memory_regenerate(
             thread = store._threads[(scope_key, thread_id)]
             version, bags = thread.version, store.thread_bags(scope_key, thread_id)
             rows = store._thread_rows(scope_key, thread_id)
-        visible = [r.message for r in rows if r.message.visibility.transcript]
-        users = [m for m in visible if m.role == "user"]
+        physical = [r.message for r in rows]
+        users = [m for m in physical if m.role == "user" and m.visibility.transcript]
         if not users:
             raise LookupError("there is no user message to regenerate an answer for")
         target = users[-1]
-        cut = visible.index(target) + 1
+        cut = physical.index(target) + 1
+        # LC-058: physical ids, chronological: context-only messages after the target go too.
         rewrite = RegenerateRewrite(
             target_message_id=target.id,
-            retained_message_ids=tuple(m.id for m in visible[:cut]),
-            removed_message_ids=tuple(m.id for m in visible[cut:]),
+            retained_message_ids=tuple(m.id for m in physical[:cut]),
+            removed_message_ids=tuple(m.id for m in physical[cut:]),
             before_version=version,
         )
         new = await prepare_rewrite(

@@ -90,11 +90,11 @@ def apply_regenerate_rewrite(
     """Hide the transcript after ``target`` with the rewrite hooks; the caller holds the
     thread lock inside its transaction and creates the regenerate run (``run_id``)."""
     thread.refresh_from_db(fields=["version", "metadata", "private_metadata"])
-    visible = list(
-        _committed(thread).filter(in_transcript=True).order_by("id").values_list("id", "message_id")
-    )
-    retained = [m for pk, m in visible if pk <= target.pk]
-    removed = [m for pk, m in visible if pk > target.pk]
+    # LC-058: physical ids, chronological: a context-only message after the target (a hook's
+    # note, a summary) leaves the model context with the answer it belonged to.
+    physical = list(_committed(thread).order_by("id").values_list("id", "message_id"))
+    retained = [m for pk, m in physical if pk <= target.pk]
+    removed = [m for pk, m in physical if pk > target.pk]
     rewrite = RegenerateRewrite(
         target_message_id=target.message_id,
         retained_message_ids=tuple(retained),
