@@ -16,7 +16,8 @@ A scripted response is one of:
 
 * a list of chunk dicts (raw ``chat.completion.chunk`` objects), sent as SSE ending in
   ``data: [DONE]``; :class:`Pause` items in the list sleep between chunks;
-* :class:`SSEResponse` for per-chunk delays, no ``[DONE]``, or holding the connection open;
+* :class:`SSEResponse` for per-chunk delays, no ``[DONE]``, holding the connection open, or
+  dropping it mid-stream;
 * :class:`ErrorResponse` for an HTTP error status with an OpenAI-style JSON error body;
 * a callable taking the parsed request body and returning one of the above (echo servers).
 
@@ -26,6 +27,7 @@ problem (400 because the SDK does not retry it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import select
 import socket
@@ -76,13 +78,15 @@ class SSEResponse:
 
     ``delay`` sleeps before every chunk; ``done`` sends the ``[DONE]`` sentinel; ``hang`` keeps
     the connection open after the last chunk until the client disconnects or the server stops
-    (for abort tests: the client must stop reading on its own).
+    (for abort tests: the client must stop reading on its own); ``drop`` closes the connection
+    after the last chunk without ending the response (a server restart mid-stream).
     """
 
     chunks: Sequence[dict[str, Any] | Pause]
     delay: float = 0.0
     done: bool = True
     hang: bool = False
+    drop: bool = False
 
 
 @dataclass
@@ -315,6 +319,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._write_event(json.dumps(item))
             exchange.chunks_sent += 1
+        if response.drop:
+            self.wfile.flush()
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
         if response.hang:
             while not self._wait_for_disconnect(0.05, exchange):
                 if self.server.fake._stopping.is_set():

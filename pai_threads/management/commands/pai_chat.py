@@ -38,6 +38,24 @@ PROMPT = "you> "
 QUIT_COMMANDS = frozenset({"/exit", "/quit"})
 
 
+def step_notes(diagnostics: dict[str, Any]) -> list[str]:
+    """What a user must know about how one stored step ended (``metadata.pai.diagnostics``),
+    beyond the run's status: a cut-off answer, refused tool calls, the step budget spent,
+    retries."""
+    notes: list[str] = []
+    if diagnostics.get("finishReason") == "length":
+        notes.append("the answer was cut off by the output token limit (finish reason length)")
+    refused = diagnostics.get("toolCallsRefused")
+    if refused:
+        notes.append(f"{refused} tool call(s) were not executed")
+    if diagnostics.get("maxStepsReached"):
+        notes.append("the run stopped at its step limit (max_steps)")
+    retries = diagnostics.get("retries")
+    if retries:
+        notes.append(f"the model call was retried {retries} time(s) after provider errors")
+    return notes
+
+
 class _Raw:
     """A Writer over a command's OutputWrapper that adds no line endings or styles."""
 
@@ -192,11 +210,14 @@ class Command(BaseCommand):
             if terminal is not None:
                 terminal.close()
         run = Run.objects.get(pk=run_id)
+        rows = list(Message.objects.filter(run_id=run_id, in_transcript=True).order_by("id"))
         if jsonl:
-            rows = Message.objects.filter(run_id=run_id, in_transcript=True).order_by("id")
             for row in rows:
                 out.write(dumps_line(row.to_ui_message()))
             out.flush()
+        for row in rows:
+            for note in step_notes(row.diagnostics or {}):
+                self._diag(f"note: {note}")
         if outcome is None:
             raise CommandError(f"run {run_id} could not be claimed (status {run.status})")
         if run.status != Run.Status.COMPLETED:
