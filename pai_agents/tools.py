@@ -157,6 +157,7 @@ class Tool:
         except json.JSONDecodeError as exc:
             raise ToolInputError(f"Invalid JSON arguments for tool {self.name}: {exc.msg}") from exc
         try:
+            # Parsed once (LC-121): what is persisted is the model's raw input, not a dump.
             return self.input_model.model_validate(value)
         except ValidationError as exc:
             details = "; ".join(
@@ -184,14 +185,33 @@ class Tool:
         return self.serialize_output(result)
 
     def serialize_output(self, result: Any) -> JsonValue:
+        """The output as stored: parsed by the output model and dumped, which must be a
+        fixed point of the schema (MF-046: parsing the stored value again gives it back)."""
         if self.output_model is not None and not isinstance(result, BaseModel):
             result = self.output_model.model_validate(result)
         if isinstance(result, BaseModel):
-            result = result.model_dump(mode="json")
+            model = self.output_model or type(result)
+            try:
+                result = _fixed_point(model, result)
+            except ValidationError as exc:
+                raise ToolError(f"output of tool {self.name} does not parse again: {exc}") from exc
+            if result is None:
+                raise ToolError(
+                    f"output of tool {self.name} changes when parsed again: not a fixed point "
+                    "of its output schema (MF-046)"
+                )
         try:
             return ensure_strict_json(result, what=f"output of tool {self.name}")
         except NotStrictJson as exc:
             raise ToolError(str(exc)) from exc
+
+
+def _fixed_point(model: type[BaseModel], parsed: BaseModel) -> Any:
+    """``parsed`` dumped as JSON if that dump parses back to itself, else None (MF-046);
+    ``ValidationError`` when the dump is not even valid input."""
+    dumped = parsed.model_dump(mode="json")
+    again = model.model_validate(copy.deepcopy(dumped)).model_dump(mode="json")
+    return dumped if again == dumped else None
 
 
 @overload
