@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 __all__ = [
     "Chunks",
@@ -439,10 +439,10 @@ class FakeOpenAIServer:
         with self._lock:
             return [exchange.body for exchange in self.exchanges]
 
-    def add(self, *responses: Script) -> None:
+    def add(self, *responses: Script | list[dict[str, Any]]) -> None:
         """Append scripted responses (also allowed while the server runs)."""
         with self._lock:
-            self._scripts.extend(responses)
+            self._scripts.extend(cast("tuple[Script, ...]", responses))
 
     @property
     def pending(self) -> int:
