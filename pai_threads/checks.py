@@ -129,16 +129,22 @@ def _import_error(path: str) -> str | None:
 # --------------------------------------------------------------------------- the PAI dict
 
 
+_ZERO_ALLOWED = frozenset(
+    {"REALTIME_COALESCE_MS", "MODEL_MAX_RETRIES", "MODEL_RETRY_BACKOFF_SECONDS"}
+)
+
+
 def _number_problem(name: str, value: Any) -> str | None:
     """What is wrong with a numeric PAI setting, or None. Durations may be fractional;
-    sizes and counts are integers; only the coalescing delay may be 0."""
+    sizes and counts are integers; only the coalescing delay and the retry count and backoff
+    may be 0."""
     if value is None and name == "CONTEXT_WINDOW_MESSAGES":
         return None
     fractional = name.endswith(("_SECONDS", "_TTL", "_MS"))
     integral = isinstance(value, int) and not isinstance(value, bool)
     if not (integral or (fractional and isinstance(value, float))):
         return "a number" if fractional else "an integer"
-    if value < 0 or (value == 0 and name != "REALTIME_COALESCE_MS"):
+    if value < 0 or (value == 0 and name not in _ZERO_ALLOWED):
         return "positive"
     return None
 

@@ -164,3 +164,24 @@ def test_a_title_job_yields_to_a_run_starting_on_its_thread(
     assert server.exchanges[1].client_disconnected.wait(10)
     thread.refresh_from_db()
     assert thread.title == ""
+
+
+@pytest.mark.parametrize(
+    ("changes", "flagged"),
+    [
+        ({"MODEL_MAX_RETRIES": 0, "MODEL_RETRY_BACKOFF_SECONDS": 0}, False),
+        ({"MODEL_MAX_RETRIES": -1}, True),
+        ({"MAX_TOOL_CALLS_PER_STEP": 0}, True),
+        ({"MODEL_RETRY_BACKOFF_SECONDS": "fast"}, True),
+    ],
+)
+def test_the_new_settings_are_checked(
+    settings: Any, changes: dict[str, Any], flagged: bool
+) -> None:
+    """No retries (0) is a valid choice; a negative count, no tool calls at all, or a
+    non-number is pai.E016."""
+    from django.core.checks import run_checks
+
+    settings.PAI = {**getattr(settings, "PAI", {}), **changes}
+    ids = {m.id for m in run_checks(tags=["pai"]) if any(k in m.msg for k in changes)}
+    assert ("pai.E016" in ids) is flagged
