@@ -136,8 +136,9 @@ PRIVATE_IMPORTS: list[tuple[str, str]] = []
 
 # pai_threads is packaged by capability (issue 10): at its top level only Django's
 # conventional modules, two documented entry points, and compatibility paths the docs and
-# settings name, which only re-export.
-TOP_LEVEL_DJANGO = {"__init__", "admin", "apps", "asgi", "checks", "conf", "models"}
+# settings name, which only re-export. (``admin`` is a package: the console, one module per
+# row kind.)
+TOP_LEVEL_DJANGO = {"__init__", "apps", "asgi", "checks", "conf", "models"}
 TOP_LEVEL_DJANGO |= {"routing", "tasks", "urls", "views"}
 TOP_LEVEL_ENTRY_POINTS = {
     "errors": "the typed errors every layer raises (as django.core.exceptions)",
