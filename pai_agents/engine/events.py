@@ -58,13 +58,14 @@ class GenerationMessageChunk(TypedDict):
 
 
 class GenerationFinished(TypedDict):
-    """The generation's message as stored (the realtime layer attaches the projection)."""
+    """The generation's message as stored (the realtime layer attaches the projection);
+    ``None`` when the run ended before anything of it was stored (clients drop it)."""
 
     type: Literal["generation.finished"]
     runId: str
     threadId: str
     messageId: str
-    message: dict[str, Any]
+    message: dict[str, Any] | None
 
 
 class RunStatus(TypedDict):
@@ -131,14 +132,14 @@ def generation_message_chunk(
 
 
 def generation_finished(
-    *, run_id: str, thread_id: str, message_id: str, message: Mapping[str, Any]
+    *, run_id: str, thread_id: str, message_id: str, message: Mapping[str, Any] | None
 ) -> GenerationFinished:
     return GenerationFinished(
         type="generation.finished",
         runId=run_id,
         threadId=thread_id,
         messageId=message_id,
-        message=dict(message) if not isinstance(message, dict) else message,
+        message=dict(message) if message is not None and not isinstance(message, dict) else message,
     )
 
 

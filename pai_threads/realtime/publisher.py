@@ -13,6 +13,12 @@ latency, and a fast one's at most one window. Chunks are never merged or reorder
 published chunk sequence is exactly what the engine emitted (the same as
 ``pai_chat --jsonl`` prints). Any other event flushes the batch at once.
 
+A generation the run leaves open when it stops streaming (it failed before the step's
+first checkpoint, or its open row was dropped) is closed here, before the run's status: an
+``error`` (or ``abort``) chunk, a ``finish`` chunk, and ``generation.finished`` with the
+stored message, ``None`` when nothing of it was stored. Every subscriber (websocket, SSE)
+thus sees each generation end, and no client keeps an open shell of a run that ended.
+
 Publishing is best effort by design: the database is the authority, and a client that
 missed something resynchronises from a snapshot. A failing buffer never fails a run.
 """
@@ -24,7 +30,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pai_agents.engine.events import EventSink, RunEvent
+from pai_agents.engine.events import (
+    EventSink,
+    RunEvent,
+    generation_finished,
+    generation_message_chunk,
+)
 from pai_agents.messages.projection import client_message
 from pai_threads.events.projections import message_public, messages_out, run_public
 from pai_threads.events.types import empty_side_state, run_status, side_state
@@ -41,6 +52,7 @@ __all__ = ["RealtimePublisher", "TeeSink", "publish", "publish_sync"]
 logger = logging.getLogger("pai.realtime")
 
 _DELTA_CHUNKS = frozenset({"text-delta", "reasoning-delta", "tool-input-delta"})
+_STREAMING = frozenset({"queued", "running"})
 
 
 def _stored_message(thread_id: str, message_id: str) -> dict[str, Any] | None:
@@ -97,18 +109,30 @@ class RealtimePublisher:
         self._lock = asyncio.Lock()
         self._inline = delivery.in_process()
         self._flushes: set[asyncio.Task[None]] = set()
+        # The generation announced and not finished yet: (run id, message id), next index.
+        self._open: tuple[str, str] | None = None
+        self._next_index = 0
 
     async def publish(self, event: RunEvent) -> None:
         if event.get("type") == "generation.message.chunk":
             # The hot path (one call per token): a chunk needs no projection.
+            self._next_index = event["index"] + 1
             self._pending.append(event)
             if self._delay and event["chunk"].get("type") in _DELTA_CHUNKS:
                 self._coalesce()
                 return
             await self.flush()
             return
-        self._pending.append(await self._enrich(event))
-        if event.get("type") == "run.status" and event.get("status") != "running":
+        kind = event.get("type")
+        if kind == "generation.started":
+            self._open, self._next_index = (str(event["runId"]), str(event["messageId"])), 0
+        elif kind == "generation.finished":
+            self._open = None
+        enriched = await self._enrich(event)
+        if kind == "run.status" and event.get("status") not in _STREAMING:
+            self._pending += await self._close_open(enriched)
+        self._pending.append(enriched)
+        if kind == "run.status" and event.get("status") != "running":
             # A run that waits or ends may have created pending actions or admitted queued
             # input (a claim changes neither: no reads for it on the hot path). The ending
             # write returned whether the thread has either; none needs no read.
@@ -134,6 +158,48 @@ class RealtimePublisher:
             return
         self._last_delta_flush = now
         self._flush_soon()
+
+    async def _close_open(self, status: RunEvent) -> list[RunEvent]:
+        """The events that end the generation ``status``'s run left open, if any."""
+        if self._open is None or self._open[0] != status.get("runId"):
+            return []
+        run_id, message_id = self._open
+        self._open = None
+        error = (status.get("run") or {}).get("error") or {}
+        if status.get("status") == "failed":
+            text = str(error.get("message") or "The run failed.")
+            chunks: list[dict[str, Any]] = [
+                {"type": "error", "errorText": text},
+                {"type": "finish", "finishReason": "error"},
+            ]
+        else:
+            chunks = [
+                {"type": "abort", "reason": str(status.get("status"))},
+                {"type": "finish", "finishReason": "other"},
+            ]
+        events: list[RunEvent] = []
+        for chunk in chunks:
+            events.append(
+                generation_message_chunk(
+                    run_id=run_id,
+                    thread_id=self.thread_id,
+                    message_id=message_id,
+                    index=self._next_index,
+                    chunk=chunk,
+                )
+            )
+            self._next_index += 1
+        try:
+            stored = await self._stored_message(message_id)
+        except Exception:
+            logger.exception("could not read message %s of thread %s", message_id, self.thread_id)
+            stored = None
+        events.append(
+            generation_finished(
+                run_id=run_id, thread_id=self.thread_id, message_id=message_id, message=stored
+            )
+        )
+        return events
 
     async def announce_claim(self, run_id: str) -> None:
         """A worker claimed the run: its ``running`` status reaches subscribers before its

@@ -183,6 +183,7 @@ export class ThreadConnection {
           // The ack's run is as it was created: the run's own events (which can overtake
           // the ack) are newer, so it only adds a run this client has not heard of yet.
           if (frame.type === "ack" && frame.run && !s.runs.some((r) => r.id === frame.run.id)) {
+            this.firstSeen(s, frame.run);
             s.runs.push(frame.run);
           }
         } else if (frame.type === "error") {
@@ -203,8 +204,26 @@ export class ThreadConnection {
 
   upsertRun(s, run) {
     const index = s.runs.findIndex((r) => r.id === run.id);
-    if (index >= 0) s.runs[index] = { ...s.runs[index], ...run };
-    else s.runs.push(run);
+    if (index >= 0) {
+      s.runs[index] = { ...s.runs[index], ...run };
+      return;
+    }
+    this.firstSeen(s, run);
+    s.runs.push(run);
+  }
+
+  /**
+   * A run this client hears of for the first time. A regenerate run was created with the
+   * history rewrite that hid the latest answer (everything after the latest user message,
+   * LC-058's removed ids): that answer leaves the screen now, as it left the transcript.
+   */
+  firstSeen(s, run) {
+    if (run.initiator !== "regenerate" || !STREAMING.has(run.status)) return;
+    const target = s.messages.findLastIndex((m) => m.role === "user");
+    if (target < 0) return;
+    const superseded = s.messages.slice(target + 1).filter((m) => m.metadata?.pai?.runId !== run.id);
+    for (const m of superseded) this.reducers.delete(m.id);
+    s.messages = s.messages.filter((m) => !superseded.includes(m));
   }
 
   applyEvent(s, event) {
@@ -243,7 +262,9 @@ export class ThreadConnection {
       }
       case "generation.finished":
         this.reducers.delete(event.messageId);
-        upsert(s.messages, event.message);
+        // No message: the run ended before any of it was stored (a reload shows none).
+        if (event.message) upsert(s.messages, event.message);
+        else s.messages = s.messages.filter((m) => m.id !== event.messageId);
         break;
       case "message.committed":
         upsert(s.messages, event.message);
