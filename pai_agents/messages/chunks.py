@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from pai_agents.json import is_strict_json
+from pai_agents.messages.suspension_parts import SUSPENSION_PART, invalid_suspension
 from pai_agents.messages.tool_data import TOOL_DATA_PART, invalid_tool_data
 from pai_agents.messages.types import UIMessageChunk
 
@@ -258,6 +259,8 @@ def validate_chunk(chunk: object) -> UIMessageChunk:
     problem = _check_fields(chunk, fields, "chunk")
     if problem is None and kind == TOOL_DATA_PART:  # PAI's reserved ToolData record
         problem = invalid_tool_data(chunk)
+    elif problem is None and kind == SUSPENSION_PART:  # a stored tool part's suspensions
+        problem = invalid_suspension(chunk)
     if problem is not None:
         raise InvalidChunk(f"invalid {kind!r} chunk: {problem}")
     return chunk

@@ -219,8 +219,10 @@ class ToolParts:
             "providerMetadata": present(chunk, "providerMetadata"),
             "toolMetadata": present(chunk, "toolMetadata"),
         }
-        # Static parts keep the unparsable input in the deprecated ``rawInput``, as the SDK does.
-        values["input" if dynamic else "rawInput"] = chunk_value(chunk, "input")
+        # Static and dynamic parts alike keep the rejected input in ``input``: the pinned SDK
+        # (ai 7.0.173, checked by tests/integration/test_ai_sdk_conformance.py) no longer
+        # writes the deprecated ``rawInput`` here.
+        values["input"] = chunk_value(chunk, "input")
         self._update_tool(
             dynamic=dynamic,
             tool_name=str(chunk["toolName"]),

@@ -5,10 +5,17 @@ trigger, messageId?}``, plus ``clientData`` when the app adds it through ``body`
 is a PAI thread id of the caller's scope (create it with ``POST /api/pai/threads``; an
 unknown or foreign id is 404), the last user message is sent (idempotent on its id), and
 the run's chunks stream back as ``data: <chunk>\\n\\n`` lines ending with ``data: [DONE]``.
-Every assistant message of the run (one per model step) is framed by its own ``start`` and
-``finish``, exactly as the engine published it.
-``GET /api/pai/ai-sdk/chat/<id>/stream`` resumes the thread's active stream: the current
+A last message that is the assistant message useChat continues carries answers instead:
+approvals (``addToolApprovalResponse``) and client tool outputs (``addToolOutput``).
+
+The run streams as ONE client message (useChat's ``Chat`` appends a response to one
+message): :class:`~pai_threads.events.ui_stream.UIStream` in one-message mode, the view
+``GET /api/pai/ai-sdk/chat/<id>/messages`` gives of stored messages
+(:mod:`pai_threads.ai_sdk.view`), so what useChat shows live equals what it loads.
+``GET /api/pai/ai-sdk/chat/<id>/stream`` resumes the thread's active run: its current
 generation from its first chunk, then live; 204 when nothing is streaming.
+``POST /api/pai/ai-sdk/chat/<id>/cancel`` cancels the thread's active run (``chat.stop()``
+only aborts the fetch; the run goes on without it).
 
 Cookie-authenticated callers must send the CSRF token (``X-CSRFToken`` header through the
 transport's ``headers`` option); token-authenticated callers (no session cookie) need not.
@@ -35,16 +42,27 @@ from django.views.decorators.http import require_GET, require_POST
 from ninja.utils import check_csrf
 
 from pai_threads import services
+from pai_threads.ai_sdk.view import chat_messages
 from pai_threads.api.envelope import ErrorInfo, error_response, json_errors
 from pai_threads.errors import InvalidInput, NotFound
+from pai_threads.events.projections import messages_out, run_public
+from pai_threads.events.ui_stream import STREAMING_STATUSES, UIStream
 from pai_threads.identity import Identity, resolve_identity
-from pai_threads.models import PendingAction, Run
+from pai_threads.models import Message, PendingAction, Run
 from pai_threads.realtime.conf import realtime_setting
 from pai_threads.realtime.subscription import ThreadSubscription
 from pai_threads.realtime.sync import Resync
 from pai_threads.services.input_guard import loads, lookup_id
 
-__all__ = ["approval_request_chunk", "approval_responses", "chat", "resume_stream"]
+__all__ = [
+    "approval_request_chunk",
+    "approval_responses",
+    "cancel",
+    "chat",
+    "client_tool_outputs",
+    "messages",
+    "resume_stream",
+]
 
 logger = logging.getLogger("pai.api.ai_sdk")
 
@@ -53,7 +71,8 @@ STREAM_HEADERS = {
     "X-Accel-Buffering": "no",
     "x-vercel-ai-ui-message-stream": "v1",
 }
-_STREAMING = frozenset({"queued", "running"})
+_STREAMING = STREAMING_STATUSES
+_ANSWERED_TOOL = frozenset({"output-available", "output-error"})
 
 
 def _error(status: int, code: str, message: str) -> HttpResponse:
@@ -108,6 +127,23 @@ def approval_responses(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return answers
 
 
+def client_tool_outputs(message: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``addToolOutput`` answers in an assistant message useChat sends back, by toolCallId:
+    ``{"output": ...}`` or ``{"errorText": ...}`` for parts in a final state (the ones that
+    answer a pending client tool are submitted; others are already stored)."""
+    answers: dict[str, dict[str, Any]] = {}
+    for part in message.get("parts") or []:
+        if not isinstance(part, dict) or part.get("state") not in _ANSWERED_TOOL:
+            continue
+        call_id = part.get("toolCallId")
+        if isinstance(call_id, str):
+            if part["state"] == "output-error":
+                answers[call_id] = {"errorText": str(part.get("errorText") or "")}
+            else:
+                answers[call_id] = {"output": part.get("output")}
+    return answers
+
+
 # -- streaming --------------------------------------------------------------------------------
 
 
@@ -116,18 +152,18 @@ def _sse(chunk: Mapping[str, Any]) -> str:
 
 
 async def _run_stream(
-    subscription: ThreadSubscription, run_id: str, initial: list[dict[str, Any]]
+    subscription: ThreadSubscription, stream: UIStream, initial: list[dict[str, Any]]
 ) -> AsyncIterator[str]:
-    """The run's chunks until it stops streaming; owns (and closes) the subscription."""
+    """The run's chunks as one client message until it stops streaming; owns (and closes)
+    the subscription. ``initial``: replayed events of the current generation."""
     keepalive = float(realtime_setting("REALTIME_SSE_KEEPALIVE_SECONDS"))
     poll = min(keepalive, float(realtime_setting("REALTIME_RESYNC_SECONDS")))
-    open_message: str | None = None
-    skip: set[str] = set()
     idle = 0.0
     try:
-        for chunk in initial:
-            yield _sse(chunk)
-        while True:
+        for replayed in initial:
+            for chunk in stream.feed(replayed):
+                yield _sse(chunk)
+        while not stream.ended:
             try:
                 events = await subscription.next_events(poll)
             except Resync:
@@ -140,31 +176,11 @@ async def _run_stream(
                     yield ": keepalive\n\n"
                 continue
             idle = 0.0
-            ended = False
             for event in events:
-                if event.get("runId") != run_id:
-                    continue
-                kind = event["type"]
-                if kind == "generation.started":
-                    if open_message is not None:
-                        # A restarted attempt (worker crash): drop what the abandoned one
-                        # showed and continue in the same client message, not a second one.
-                        yield _sse({"type": "reset-step"})
-                        skip = {"start", "start-step"}
-                    open_message = str(event["messageId"])
-                elif kind == "generation.message.chunk":
-                    chunk = event["chunk"]
-                    if chunk["type"] in skip:
-                        skip.discard(chunk["type"])
-                        continue
-                    skip.clear()
+                for chunk in stream.feed(event):
                     yield _sse(chunk)
-                elif kind == "generation.finished":
-                    open_message = None
-                elif kind == "run.status" and event["status"] not in _STREAMING:
-                    ended = True
-            if ended:
-                break
+                if stream.ended:
+                    break
         yield "data: [DONE]\n\n"
     finally:
         await subscription.close()
@@ -201,34 +217,64 @@ def _parse(request: HttpRequest) -> dict[str, Any]:
     return body
 
 
-def _start(identity: Identity, body: dict[str, Any]) -> str | None:
+def _held_steps(run_id: str) -> list[str]:
+    """The run's committed assistant messages, oldest first: what the client message of a
+    continuation or a resume already holds."""
+    rows = Message.objects.filter(
+        run_id=run_id, role="assistant", in_transcript=True, status=Message.Status.COMMITTED
+    ).order_by("id")
+    return [str(m) for m in rows.values_list("message_id", flat=True)]
+
+
+def _answer(identity: Identity, thread_id: str, last: Mapping[str, Any]) -> UIStream | None:
+    """Submit the approvals and client tool outputs of the assistant message useChat sent
+    back; the active run to follow, as a continuation of that message."""
+    answers = approval_responses(last)
+    for answer in answers:
+        action = PendingAction.objects.filter(
+            thread_id=thread_id, request__approvalId=lookup_id(answer["approvalId"], "approval")
+        ).first()
+        if action is None:
+            raise NotFound("approval not found")
+        value = {k: v for k, v in answer.items() if k != "approvalId"}
+        services.submit_action(identity, action.id, value)
+    outputs = client_tool_outputs(last)
+    pending = PendingAction.objects.filter(
+        thread_id=thread_id,
+        kind=PendingAction.Kind.CLIENT,
+        status=PendingAction.Status.PENDING,
+        tool_call_id__in=list(outputs),
+    )
+    submitted = 0
+    for action in pending:
+        services.submit_action(identity, action.id, outputs[action.tool_call_id])
+        submitted += 1
+    if not answers and not submitted:
+        raise InvalidInput("the last message must be a user message")
+    active = Run.objects.active().filter(thread_id=thread_id).first()
+    if active is None:
+        return None
+    return UIStream(active.id, one_message=True, message_ids=_held_steps(active.id))
+
+
+def _start(identity: Identity, body: dict[str, Any]) -> UIStream | None:
     """Act on the request (the operation publishes its events); the run to stream, or None."""
     thread_id = body["id"]
     last = body["messages"][-1]
     if body.get("trigger") == "regenerate-message":
-        return services.regenerate(identity, thread_id).id
+        return UIStream(services.regenerate(identity, thread_id).id, one_message=True)
     if last.get("role") == "assistant":
-        answers = approval_responses(last)
-        if not answers:
-            raise InvalidInput("the last message must be a user message")
-        for answer in answers:
-            action = PendingAction.objects.filter(
-                thread_id=thread_id, request__approvalId=lookup_id(answer["approvalId"], "approval")
-            ).first()
-            if action is None:
-                raise NotFound("approval not found")
-            value = {k: v for k, v in answer.items() if k != "approvalId"}
-            services.submit_action(identity, action.id, value)
-        active = Run.objects.active().filter(thread_id=thread_id).first()
-        return active.id if active else None
+        return _answer(identity, thread_id, last)
     message = {k: last[k] for k in ("id", "role", "parts", "metadata") if k in last}
     result = services.send(identity, thread_id, message, client_data=body.get("clientData"))
     if result.run is None:
         return None
     if not result.created or result.message is None:
         # A resend of a stored message, or input queued behind the active run: follow that run.
-        return result.run.id if result.run.status in _STREAMING else None
-    return result.run.id
+        if result.run.status not in _STREAMING:
+            return None
+        return UIStream(result.run.id, one_message=True, message_ids=_held_steps(result.run.id))
+    return UIStream(result.run.id, one_message=True)
 
 
 @json_errors
@@ -244,19 +290,20 @@ async def chat(request: HttpRequest) -> HttpResponseBase:
     subscription = ThreadSubscription(body["id"])
     await subscription.__aenter__()
     try:
-        run_id = await sync_to_async(_start)(identity, body)
+        stream = await sync_to_async(_start)(identity, body)
     except BaseException:
         await subscription.close()
         raise
-    if run_id is None:
+    if stream is None:
         await subscription.close()
         return _streaming(_empty_stream())
-    return _streaming(_run_stream(subscription, run_id, []))
+    return _streaming(_run_stream(subscription, stream, []))
 
 
-def _active_run(identity: Identity, thread_id: str) -> Run | None:
+def _active_run(identity: Identity, thread_id: str) -> tuple[Run, list[str]] | None:
     thread = services.get_thread(identity, thread_id)
-    return Run.objects.filter(thread=thread, status__in=_STREAMING).first()
+    run = Run.objects.filter(thread=thread, status__in=_STREAMING).first()
+    return None if run is None else (run, _held_steps(run.id))
 
 
 @json_errors
@@ -265,9 +312,10 @@ async def resume_stream(request: HttpRequest, chat_id: str) -> HttpResponseBase:
     identity = await _identity(request)
     if isinstance(identity, HttpResponse):
         return identity
-    run = await sync_to_async(_active_run)(identity, chat_id)
-    if run is None:
+    active = await sync_to_async(_active_run)(identity, chat_id)
+    if active is None:
         return HttpResponse(status=204)
+    run, held = active
     subscription = ThreadSubscription(chat_id)
     await subscription.__aenter__()
     state = subscription.state
@@ -277,9 +325,56 @@ async def resume_stream(request: HttpRequest, chat_id: str) -> HttpResponseBase:
             chat_id, after=state.generation.start_seq - 1, upto=state.last_seq
         )
         initial = [
-            e["chunk"]
+            dict(e)
             for e in events
             if e["type"] == "generation.message.chunk"
             and e["messageId"] == state.generation.message_id
         ]
-    return _streaming(_run_stream(subscription, run.id, initial))
+    # The client holds the run's committed steps (the loaded view); the current one replays.
+    stream = UIStream(run.id, one_message=True, message_ids=held)
+    return _streaming(_run_stream(subscription, stream, initial))
+
+
+def _messages(identity: Identity, thread_id: str, limit: int | None, token: str | None) -> Any:
+    page = services.list_messages(identity, thread_id, limit=limit, page_token=token)
+    return {
+        "messages": chat_messages(messages_out(page.items)),
+        "nextPageToken": page.next_page_token,
+    }
+
+
+@json_errors
+@require_GET
+async def messages(request: HttpRequest, chat_id: str) -> HttpResponseBase:
+    """useChat's initial ``messages``: the transcript's latest page in the one-message-per-run
+    view the stream gives (:mod:`pai_threads.ai_sdk.view`); ``pageToken`` pages back."""
+    identity = await _identity(request)
+    if isinstance(identity, HttpResponse):
+        return identity
+    raw_limit = request.GET.get("limit")
+    if raw_limit is not None and not raw_limit.isdigit():
+        raise InvalidInput("'limit' must be a positive integer")
+    limit = int(raw_limit) if raw_limit is not None else None
+    body = await sync_to_async(_messages)(identity, chat_id, limit, request.GET.get("pageToken"))
+    return HttpResponse(json.dumps(body), content_type="application/json")
+
+
+def _cancel(identity: Identity, thread_id: str) -> dict[str, Any]:
+    thread = services.get_thread(identity, thread_id)
+    active = Run.objects.active().filter(thread=thread).first()
+    if active is None:
+        return {"run": None}
+    return {"run": run_public(services.cancel_run(identity, active.id))}
+
+
+@json_errors
+@csrf_exempt  # checked in _authenticate, only for cookie sessions
+@require_POST
+async def cancel(request: HttpRequest, chat_id: str) -> HttpResponseBase:
+    """Cancel the thread's active run (what ``chat.stop()`` cannot: it only aborts the
+    fetch). ``{"run": <the cancelled run> | null}``."""
+    identity = await _identity(request)
+    if isinstance(identity, HttpResponse):
+        return identity
+    body = await sync_to_async(_cancel)(identity, chat_id)
+    return HttpResponse(json.dumps(body), content_type="application/json")

@@ -41,6 +41,7 @@ __all__ = [
     "queue_public",
     "run_out",
     "run_public",
+    "stored_message_public",
     "thread_out",
     "thread_public",
 ]
@@ -215,6 +216,12 @@ def run_public(run: Run) -> dict[str, Any]:
 
 def message_public(message: Message) -> dict[str, Any]:
     return message_out(message)
+
+
+def stored_message_public(thread_id: str, message_id: str) -> dict[str, Any] | None:
+    """The projection of a thread's stored message by its id, or None (deleted)."""
+    row = Message.objects.filter(thread_id=thread_id, message_id=message_id).first()
+    return message_public(row) if row is not None else None
 
 
 def queue_item_public(item: QueueItem) -> dict[str, Any]:

@@ -12,6 +12,9 @@ import json
 from typing import Any, Protocol
 
 from pai_agents.engine.events import RunEvent
+from pai_threads.events.projections import stored_message_public
+from pai_threads.events.ui_stream import UIStream
+from pai_threads.store.db import run_db
 
 __all__ = ["JsonlSink", "TerminalSink", "Writer", "dumps_line"]
 
@@ -138,16 +141,33 @@ class TerminalSink:
 
 
 class JsonlSink:
-    """One JSON line per UIMessageChunk, flushed as it arrives; other events are dropped."""
+    """The run's UIMessageChunks as JSON lines, flushed as they arrive, through the clients'
+    stream projection (:class:`~pai_threads.events.ui_stream.UIStream`, one message per
+    step): each step's ``finish`` waits for the stored step and carries its public metadata
+    (and its suspension records), so the AI SDK's ``readUIMessageStream`` rebuilds each
+    stored message exactly. Other events are dropped."""
 
     def __init__(self, out: Writer) -> None:
         self.out = out
         self.status: str | None = None
+        self._streams: dict[str, UIStream] = {}
 
     async def publish(self, event: RunEvent) -> None:
         kind = event.get("type")
-        if kind == "generation.message.chunk":
-            self.out.write(dumps_line(event["chunk"]))
-            self.out.flush()
-        elif kind == "run.status":
+        if kind == "run.status":
             self.status = event.get("status")
+        run_id = event.get("runId")
+        if not isinstance(run_id, str):
+            return
+        stream = self._streams.setdefault(run_id, UIStream(run_id))
+        if kind == "generation.finished":
+            stored = await run_db(
+                stored_message_public, str(event["threadId"]), str(event["messageId"])
+            )
+            if stored is not None:
+                event = {**event, "message": stored}
+        chunks = stream.feed(event)
+        for chunk in chunks:
+            self.out.write(dumps_line(chunk))
+        if chunks:
+            self.out.flush()

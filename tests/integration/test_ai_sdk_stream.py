@@ -62,7 +62,10 @@ async def chat(alice: Browser, body: dict[str, Any]) -> httpx.Response:
 
 async def test_post_streams_the_run_as_ui_message_chunks(server: DaphneServer) -> None:
     """useChat's DefaultChatTransport body in, the run's chunks out: each validates against
-    the SDK schema, each message is framed start..finish, and folding gives the stored ones."""
+    the SDK schema, the run is ONE client message (one start with the first step's stored
+    id, each later step joining it with start-step, one finish; useChat appends a response
+    to one message), and folding it gives the stored steps' parts in order, each step's
+    stored metadata merged in by a message-metadata chunk."""
     async with Browser(server) as alice:
         thread_id = await alice.create_thread("toolbox")
         body = {
@@ -81,13 +84,21 @@ async def test_post_streams_the_run_as_ui_message_chunks(server: DaphneServer) -
     assert done
     for chunk in chunks:
         validate_chunk(chunk)
-    groups = per_message(chunks)
     assistant = [m for m in stored if m["role"] == "assistant"]
-    assert len(groups) == len(assistant) == 2
-    for group, message in zip(groups, assistant, strict=True):
-        assert group[0] == {"type": "start", "messageId": message["id"]}
-        assert group[-1]["type"] == "finish"
-        assert reduce_chunks(group)["parts"] == message["parts"]
+    assert len(assistant) == 2
+    assert [c for c in chunks if c["type"] == "start"] == [
+        {"type": "start", "messageId": assistant[0]["id"]}
+    ]
+    assert [c["type"] for c in chunks].count("finish") == 1
+    assert chunks[-1] == {"type": "finish", "finishReason": "stop"}
+    metadata = [c["messageMetadata"] for c in chunks if c["type"] == "message-metadata"]
+    assert [m["pai"]["messageIds"] for m in metadata] == [
+        [assistant[0]["id"]],
+        [assistant[0]["id"], assistant[1]["id"]],
+    ]
+    folded = reduce_chunks(chunks)
+    assert folded["parts"] == [p for m in assistant for p in m["parts"]]
+    assert folded["metadata"]["pai"]["usage"] == assistant[1]["metadata"]["pai"]["usage"]
     assert stored[0]["id"] == body["messages"][0]["id"], "the client's message id is kept"
 
 

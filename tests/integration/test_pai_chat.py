@@ -85,7 +85,8 @@ def test_jsonl_prints_chunks_then_stored_messages() -> None:
     assert len(outputs) == 1
     assert outputs[0]["toolCallId"] == inputs[0]["toolCallId"]
     assert outputs[0]["output"]["result"] == 42
-    assert chunks[-1] == {"type": "finish", "finishReason": "stop"}
+    assert chunks[-1]["type"] == "finish" and chunks[-1]["finishReason"] == "stop"
+    assert chunks[-1]["messageMetadata"]["pai"]["status"] == "committed"  # the stored step's
 
     groups = per_message(chunks)
     assert len(groups) == 2

@@ -439,7 +439,7 @@ def test_tool_input_error_on_static_part_keeps_input_in_raw_input() -> None:
             "toolCallId": "c1",
             "state": "output-error",
             "title": "T",
-            "rawInput": "{bad",
+            "input": "{bad",
             "errorText": "Invalid JSON",
             "resultProviderMetadata": PM,
         }
