@@ -159,7 +159,9 @@ def test_ad_041_042_a_completed_run_stores_a_generated_title_record(
     # AD-046: the title call is a bare request on the selected model.
     main, title_call = _model(agent).requests
     assert main.settings == {"temperature": 0.3} and dict(main.provider_options)
-    assert title_call.settings == {"maxOutputTokens": 32} and dict(title_call.provider_options) == {}
+    assert (
+        title_call.settings == {"maxOutputTokens": 32} and dict(title_call.provider_options) == {}
+    )
     assert title_call.tools == []
     assert "User: Plan a weekend in Lisbon" in title_call.messages[0]["content"][0]["text"]
 
