@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -22,7 +24,6 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx
 import openai
 
 from pai_agents.abort import Aborted, AbortSignal
@@ -32,6 +33,20 @@ from pai_agents.models.openai_request import build_request_params, convert_messa
 from pai_agents.models.openai_stream import StreamState
 
 __all__ = ["OpenAIChatModel", "convert_messages"]
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP client's transport error classes: the openai SDK runs on ``httpx`` or, in
+    newer releases, ``httpx2``; a connection dropped mid-stream surfaces from whichever it
+    uses, unwrapped. Neither is imported unless installed."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        if importlib.util.find_spec(name) is not None:
+            found.append(importlib.import_module(name).TransportError)
+    return tuple(found)
+
+
+_TRANSPORT_ERRORS = _transport_errors()
 
 DEFAULT_MODEL = "gpt-4o-mini"
 # Local servers ignore the key but the SDK insists on one.
@@ -184,7 +199,7 @@ class OpenAIChatModel:
             except openai.OpenAIError as exc:
                 watch.check()
                 raise self._model_error(exc) from None
-            except httpx.TransportError as exc:
+            except _TRANSPORT_ERRORS as exc:
                 # The SDK wraps transport errors of the request only; a connection dropped
                 # mid-stream surfaces from httpx itself. Transient: worth a retry.
                 watch.check()

@@ -344,7 +344,8 @@ async def test_pai_chat_jsonl_and_websocket_emit_the_same_chunks(
     server: DaphneServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same run of the demo agent yields the same chunk sequence on both surfaces
-    (per-run ids normalised)."""
+    (per-run ids normalised). ``--jsonl`` also puts each step's stored metadata on its
+    ``finish`` (for SDK readers); the websocket sends it with ``generation.finished``."""
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PAI_MODEL"):
         monkeypatch.delenv(name, raising=False)
     from tests.support.thread_state import normalise_ids
@@ -359,7 +360,10 @@ async def test_pai_chat_jsonl_and_websocket_emit_the_same_chunks(
     websocket = [f["chunk"] for f in frames if f["type"] == "generation.message.chunk"]
 
     assert len(websocket) > 10
-    assert normalise_ids(websocket) == normalise_ids(terminal)
+    finishes = [c for c in terminal if c["type"] == "finish"]
+    assert finishes and all(c["messageMetadata"]["pai"]["runId"] for c in finishes)
+    plain = [{k: v for k, v in c.items() if k != "messageMetadata"} for c in terminal]
+    assert normalise_ids(websocket) == normalise_ids(plain)
 
 
 async def test_http_rename_reaches_subscribers(server: DaphneServer) -> None:
