@@ -12,9 +12,9 @@ from typing import Any
 
 from pai_agents.messages.chunks import validate_chunk
 from pai_agents.messages.reducer import MessageReducer
-from pai_agents.messages.tool_data import project_tool_data
+from pai_agents.messages.tool_data import project_tool_data, tool_data_chunk
 
-__all__ = ["ThreadState", "normalise_ids"]
+__all__ = ["ThreadState", "normalise_ids", "unproject_tool_data"]
 
 
 class ThreadState:
@@ -74,14 +74,19 @@ class ThreadState:
                     and m["metadata"]["pai"].get("runId") == frame["runId"]
                 )
             ]
-            shell = {
+            # As client.js: a continued generation (results joining a committed message,
+            # e.g. a recovered run settling its interrupted tool call) folds onto it.
+            found = self._find(message_id) if frame.get("continued") else None
+            existing = self.messages[found] if found is not None else None
+            shell = existing or {
                 "id": message_id,
                 "role": "assistant",
                 "metadata": {"pai": {"status": "open", "runId": frame["runId"]}},
                 "parts": [],
             }
+            seed = unproject_tool_data(existing)["parts"] if existing else []
             self.reducers[message_id] = MessageReducer(
-                {"id": message_id, "role": "assistant", "parts": []}
+                {"id": message_id, "role": "assistant", "parts": copy.deepcopy(seed)}
             )
             self.next_index[message_id] = 0
             self._upsert(shell)
@@ -121,6 +126,29 @@ class ThreadState:
             pai.pop("updatedAt", None)
             out.append(message)
         return out
+
+
+def unproject_tool_data(message: dict[str, Any]) -> dict[str, Any]:
+    """The stored form of a projected message: each tool part's ``data`` back as reserved
+    ToolData parts at the end (client.js's ``unprojectToolData``)."""
+    parts: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    for part in message.get("parts") or []:
+        data = part.get("data")
+        if not part.get("toolCallId") or not isinstance(data, dict):
+            parts.append(part)
+            continue
+        parts.append({key: value for key, value in part.items() if key != "data"})
+        for channel, entries in data.items():
+            for entry in entries:
+                if entry.get("transient"):
+                    continue
+                records.append(
+                    tool_data_chunk(
+                        part["toolCallId"], channel, entry["id"], copy.deepcopy(entry["value"])
+                    )
+                )
+    return {**message, "parts": [*parts, *records]}
 
 
 def normalise_ids(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
