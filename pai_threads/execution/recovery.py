@@ -26,6 +26,7 @@ from django.utils import timezone
 from pai_threads.conf import pai_settings
 from pai_threads.executors import get_executor
 from pai_threads.models import Run
+from pai_threads.store.attempts import record_lost_leases
 from pai_threads.store.sql import lease_expired
 
 __all__ = ["Sweep", "Sweeper", "find_stalled_runs", "recover_runs", "waiting_dispatches"]
@@ -43,8 +44,10 @@ def find_stalled_runs(limit: int = 500) -> list[str]:
 
 
 def recover_runs(limit: int = 500) -> list[str]:
-    """Dispatch every stalled run once; returns their ids."""
+    """Dispatch every stalled run once; returns their ids. The attempt of an expired lease
+    is recorded as ``lease_lost`` first (the attempt history, docs/durability.md)."""
     run_ids = find_stalled_runs(limit)
+    record_lost_leases(run_ids, timezone.now())
     executor = get_executor()
     for run_id in run_ids:
         logger.info("re-dispatching stalled run %s", run_id, extra={"run_id": run_id})

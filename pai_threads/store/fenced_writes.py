@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from pai_agents.engine.store import (
@@ -34,6 +34,13 @@ from pai_agents.messages.parts import check_part_types
 from pai_agents.messages.types import UIMessage
 from pai_threads.models import Message, Run, Step
 from pai_threads.store.admission import admit_next, lock_thread
+from pai_threads.store.attempts import (
+    attempt_end,
+    claim_attempt_ctes,
+    end_attempt,
+    end_attempt_sql,
+    record_claim,
+)
 from pai_threads.store.sql import (
     MESSAGE_COLUMNS,
     claim_update_sql,
@@ -137,13 +144,26 @@ def _fenced_row(row: Sequence[Any], *, sides: bool) -> Fenced:
 def fence_returning(
     lease: Lease, changes: dict[str, Any] | None = None, *, sides: bool = False
 ) -> Fenced:
-    """:func:`fence` that also returns the run row and the thread's side state."""
-    sql, params = _fence_sql(lease, changes or {}, sides=sides)
+    """:func:`fence` that also returns the run row and the thread's side state.
+
+    When ``changes`` end the attempt (the run ends or waits), its RunAttempt row is ended
+    too: on PostgreSQL by a CTE of the same statement, elsewhere by one more statement of
+    the caller's transaction (which every ending write opens)."""
+    changes = changes or {}
+    sql, params = _fence_sql(lease, changes, sides=sides)
+    end = attempt_end(changes)
+    postgres = connection.vendor == "postgresql"
+    if end is not None and postgres:
+        ending, end_params = end_attempt_sql(lease, end, timezone.now(), source="pai_fence")
+        sql = f"WITH pai_fence AS ({sql}), pai_ended AS ({ending}) SELECT * FROM pai_fence"  # noqa: S608
+        params = [*params, *end_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         raise LeaseLost(lease.run_id)
+    if end is not None and not postgres:
+        end_attempt(lease, end, timezone.now())
     return _fenced_row(row, sides=sides)
 
 
@@ -163,15 +183,26 @@ def write_step(
     if connection.vendor == "postgresql":
         fencing, params = _fence_sql(lease, changes, sides=sides)
         insert, insert_params = insert_sql(message, source="pai_fence", returning=_MESSAGE_FIELDS)
+        # The step records the attempt that wrote it: the one the fencing UPDATE held.
         step_insert, step_params = insert_sql(
-            step, source="pai_message", columns={"message_id": f"pai_message.{qn('id')}"}
+            step,
+            source="pai_message",
+            columns={
+                "message_id": f"pai_message.{qn('id')}",
+                "attempt": f"(SELECT {qn('attempt')} FROM pai_fence)",  # noqa: S608
+            },
         )
+        ending, end_params = "", list[Any]()
+        end = attempt_end(changes)
+        if end is not None:
+            ended, end_params = end_attempt_sql(lease, end, timezone.now(), source="pai_fence")
+            ending = f", pai_ended AS ({ended})"
         sql = (
             f"WITH pai_fence AS ({fencing}), pai_message AS ({insert}), "  # noqa: S608
-            f"pai_step AS ({step_insert}) SELECT * FROM pai_fence, pai_message"
+            f"pai_step AS ({step_insert}){ending} SELECT * FROM pai_fence, pai_message"
         )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, *insert_params, *step_params])
+            cursor.execute(sql, [*params, *insert_params, *step_params, *end_params])
             row = cursor.fetchone()
         if row is None:
             raise LeaseLost(lease.run_id)
@@ -182,7 +213,7 @@ def write_step(
     with connection.cursor() as cursor:
         cursor.execute(insert, insert_params)
         stored = _message_row(cursor.fetchone())
-    step.message_id = stored.pk
+    step.message_id, step.attempt = stored.pk, fenced.run.attempt
     step.save(force_insert=True)
     return fenced, stored
 
@@ -234,7 +265,8 @@ def message_of(lease: Lease, message: UIMessage) -> Any:
 def claim_returning(
     run_id: str, *, owner: str, lease_seconds: float
 ) -> tuple[Run, bool, list[Message]] | None:
-    """Claim in one statement: a conditional UPDATE ... RETURNING, in autocommit.
+    """Claim in one statement: a conditional UPDATE ... RETURNING, in autocommit (and the
+    claim's attempt row: CTEs of it on PostgreSQL, else in one transaction with it).
 
     The WHERE clause is the whole claim rule (queued, or running with an expired lease); the
     token increment is the fence every later write of this execution checks. It returns the
@@ -248,14 +280,29 @@ def claim_returning(
     inputs, inputs_params = input_messages_sql(run_column("id"))
     sql += f" RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"
     params += [*queued_params, *inputs_params]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    if connection.vendor == "postgresql":
+        # The attempt history in the same statement: no extra round trip (docs/benchmarks.md).
+        attempts, attempt_params = claim_attempt_ctes(
+            run_id, owner=owner, now=now, source="pai_claim"
+        )
+        sql = f"WITH pai_claim AS ({sql}), {attempts} SELECT * FROM pai_claim"  # noqa: S608
+        row = _claim_row(sql, [*params, *attempt_params])
+    else:
+        with transaction.atomic():
+            row = _claim_row(sql, params)
+            if row is not None:
+                record_claim(Run(**convert(_CLAIM_FIELDS, row)), owner=owner, now=now)
     if row is None:
         return None
     width = len(_CLAIM_FIELDS)
     run = Run(**convert(_CLAIM_FIELDS, row[:width]))
     return run, bool(row[width]), input_messages(row[width + 1])
+
+
+def _claim_row(sql: str, params: list[Any]) -> Sequence[Any] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
 
 
 def output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[str, Any]:

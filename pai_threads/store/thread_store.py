@@ -252,7 +252,7 @@ class ORMThreadStore:
                 )
             else:
                 row = Message.objects.create(**fields)
-            step_row.message = row
+            step_row.message, step_row.attempt = row, fenced.run.attempt
             step_row.save(force_insert=True)
             if ends:
                 after_end(lease, fenced)

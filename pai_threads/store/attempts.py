@@ -1,0 +1,133 @@
+"""The attempt history (RunAttempt): written beside the lease writes it records.
+
+A claim inserts its attempt and ends one still open (``taken_over``: its worker is gone or
+the run was claimed again); the fenced write that ends the run or makes it wait ends the
+attempt of its lease token; the sweeper ends the attempt of a lease it finds expired
+(``lease_lost``). On PostgreSQL the claim's and the end's rows are more CTEs of the claim or
+fencing statement (no extra round trip); elsewhere one more statement in the same
+transaction. Every end is conditional on the lease it records, so a fenced-out worker's late
+write changes nothing here either.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Exists, OuterRef
+
+from pai_agents.engine.store import Lease
+from pai_threads.models import Run, RunAttempt
+from pai_threads.store.sql import insert_sql, lease_expired, qn, update_sql
+
+__all__ = [
+    "END_REASONS",
+    "AttemptEnd",
+    "attempt_end",
+    "claim_attempt_ctes",
+    "end_attempt",
+    "end_attempt_sql",
+    "record_claim",
+    "record_lost_leases",
+]
+
+End = RunAttempt.End
+
+#: What the run's status says about why its attempt ended (never private error details).
+END_REASONS: dict[str, str] = {
+    End.COMPLETED: "the run completed",
+    End.FAILED: "the run failed (its error is on the run)",
+    End.CANCELLED: "cancel requested",
+    End.BLOCKED: "blocked by the agent's lifecycle",
+    End.WAITING: "waiting for an approval or a client tool",
+}
+TAKEN_OVER = "still open when a new claim took the run (lease expired or run re-queued)"
+LEASE_LOST = "lease expired without a heartbeat; the sweeper re-dispatched the run"
+
+AttemptEnd = tuple[str, str]
+
+
+def attempt_end(changes: dict[str, Any]) -> AttemptEnd | None:
+    """(how, reason) when a fencing write's ``changes`` end the attempt; else None."""
+    status = changes.get("status")
+    if status in END_REASONS:
+        return str(status), END_REASONS[str(status)]
+    return None
+
+
+def _end_values(end: AttemptEnd, now: datetime) -> dict[str, Any]:
+    return {"ended": end[0], "reason": end[1], "ended_at": now}
+
+
+def end_attempt_sql(
+    lease: Lease, end: AttemptEnd, now: datetime, *, source: str
+) -> tuple[str, list[Any]]:
+    """The UPDATE ending ``lease``'s attempt, written only if the fencing CTE ``source``
+    matched (PostgreSQL: a CTE of the fencing statement)."""
+    rows = RunAttempt.objects.filter(run_id=lease.run_id, lease_token=lease.token)
+    sql, params = update_sql(rows, _end_values(end, now))
+    return f"{sql} AND EXISTS (SELECT 1 FROM {source})", params  # noqa: S608
+
+
+def end_attempt(lease: Lease, end: AttemptEnd, now: datetime) -> None:
+    """End ``lease``'s attempt, inside the transaction whose fencing UPDATE just held."""
+    RunAttempt.objects.filter(run_id=lease.run_id, lease_token=lease.token).update(
+        **_end_values(end, now)
+    )
+
+
+def claim_attempt_ctes(
+    run_id: str, *, owner: str, now: datetime, source: str
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: the claim's attempt rows as two more CTEs over the claim CTE ``source``:
+    an attempt still open is taken over, the new one is inserted (both see the table as it
+    was before the statement, so the new row is not the one taken over)."""
+    taken, taken_params = update_sql(
+        RunAttempt.objects.filter(run_id=run_id, ended_at__isnull=True),
+        _end_values((End.TAKEN_OVER, TAKEN_OVER), now),
+    )
+    attempt = RunAttempt(worker=owner, claimed_at=now)
+    columns = {"run_id": "id", "number": "attempt", "lease_token": "lease_token"}
+    insert, insert_params = insert_sql(
+        attempt,
+        source=source,
+        columns={name: f"{source}.{qn(column)}" for name, column in columns.items()},
+    )
+    sql = (
+        f"pai_taken AS ({taken} AND EXISTS (SELECT 1 FROM {source})), "  # noqa: S608
+        f"pai_attempt AS ({insert})"
+    )
+    return sql, [*taken_params, *insert_params]
+
+
+def record_claim(run: Run, *, owner: str, now: datetime) -> None:
+    """Elsewhere: the same two writes, in the claim's transaction (a first claim has no
+    earlier attempt to take over)."""
+    if run.attempt > 1:
+        RunAttempt.objects.filter(run_id=run.id, ended_at__isnull=True).update(
+            **_end_values((End.TAKEN_OVER, TAKEN_OVER), now)
+        )
+    RunAttempt.objects.create(
+        run_id=run.id,
+        number=run.attempt,
+        worker=owner,
+        lease_token=run.lease_token,
+        claimed_at=now,
+    )
+
+
+def record_lost_leases(run_ids: list[str], now: datetime) -> int:
+    """The sweeper: end the open attempts of these runs whose lease (same token) expired.
+
+    A worker that was only slow may still renew its expired lease (the heartbeat) and end
+    the run: its end write, fenced by the same token, then replaces this ``lease_lost``."""
+    if not run_ids:
+        return 0
+    expired = Run.objects.filter(
+        lease_expired(now), id=OuterRef("run_id"), lease_token=OuterRef("lease_token")
+    )
+    return (
+        RunAttempt.objects.filter(run_id__in=run_ids, ended_at__isnull=True)
+        .filter(Exists(expired))
+        .update(**_end_values((End.LEASE_LOST, LEASE_LOST), now))
+    )
