@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 from pai_threads.operations.checkup import AgentCheckup, check_agents, check_prices, ping_model
+from pai_threads.operations.purge import (
+    PurgedFile,
+    PurgedThread,
+    PurgeError,
+    PurgeReport,
+    purge,
+)
 from pai_threads.operations.stats import RuntimeStats, SlowRun, collect_stats
 
 __all__ = [
     "AgentCheckup",
+    "PurgeError",
+    "PurgeReport",
+    "PurgedFile",
+    "PurgedThread",
     "RuntimeStats",
     "SlowRun",
     "check_agents",
     "check_prices",
     "collect_stats",
     "ping_model",
+    "purge",
 ]
