@@ -8,6 +8,7 @@ private error details need the ``pai_threads.view_private_metadata`` permission.
 from __future__ import annotations
 
 from pai_threads.admin.actions import PendingActionAdmin, QueueItemAdmin
+from pai_threads.admin.attempts import RunAttemptAdmin
 from pai_threads.admin.base import PRIVATE_PERMISSION, ReadOnlyAdmin, can_see_private
 from pai_threads.admin.files import FileAdmin
 from pai_threads.admin.messages import MessageAdmin
@@ -23,6 +24,7 @@ __all__ = [
     "QueueItemAdmin",
     "ReadOnlyAdmin",
     "RunAdmin",
+    "RunAttemptAdmin",
     "StepAdmin",
     "ThreadAdmin",
     "can_see_private",

@@ -1,4 +1,4 @@
-"""Runs in the console: status, lease and attempts, and a timeline of their steps."""
+"""Runs in the console: status and lease, and one timeline of their attempts and steps."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
 from pai_threads import services
+from pai_threads.admin.attempts import RunAttemptInline, attempt_timeline
 from pai_threads.admin.base import ReadOnlyAdmin, json_display, usage_block
-from pai_threads.admin.steps import StepInline, render_timeline
+from pai_threads.admin.steps import StepInline
 from pai_threads.execution.recovery import recover_runs
 from pai_threads.identity import Identity
 from pai_threads.models import Run, Step
@@ -56,7 +57,7 @@ class RunAdmin(ReadOnlyAdmin):
         "timeline",
     )
     private_fields = ("error_pretty", "private_metadata_pretty")
-    inlines = [StepInline]
+    inlines = [RunAttemptInline, StepInline]
     actions = ["cancel_runs", "redispatch_stalled"]
 
     usage_pretty = json_display("usage", "usage")
@@ -71,9 +72,14 @@ class RunAdmin(ReadOnlyAdmin):
     def spent(self, obj: Run) -> SafeString:
         return usage_block(usage_totals(Step.objects.filter(run_id=obj.id)))
 
-    @admin.display(description="steps")
+    @admin.display(description="attempts and steps")
     def timeline(self, obj: Run) -> SafeString:
-        return render_timeline(obj.steps.select_related("message").order_by("index"))
+        """Each claim (worker, lease token, how it ended and why), then the steps it
+        committed: where a run was lost, recovered or resumed, read in order."""
+        return attempt_timeline(
+            obj.attempts.order_by("number"),
+            obj.steps.select_related("message").order_by("index"),
+        )
 
     @admin.action(description="Cancel the selected runs")
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:

@@ -154,7 +154,7 @@ def fence_returning(
     end = attempt_end(changes)
     postgres = connection.vendor == "postgresql"
     if end is not None and postgres:
-        ending, end_params = end_attempt_sql(lease, end, timezone.now(), source="pai_fence")
+        ending, end_params = end_attempt_sql(lease, end, _ended_at(changes), source="pai_fence")
         sql = f"WITH pai_fence AS ({sql}), pai_ended AS ({ending}) SELECT * FROM pai_fence"  # noqa: S608
         params = [*params, *end_params]
     with connection.cursor() as cursor:
@@ -163,8 +163,13 @@ def fence_returning(
     if row is None:
         raise LeaseLost(lease.run_id)
     if end is not None and not postgres:
-        end_attempt(lease, end, timezone.now())
+        end_attempt(lease, end, _ended_at(changes))
     return _fenced_row(row, sides=sides)
+
+
+def _ended_at(changes: dict[str, Any]) -> Any:
+    """When the attempt ended: the run's ``finished_at`` when it ends, so the two agree."""
+    return changes.get("finished_at") or timezone.now()
 
 
 def _message_row(values: Sequence[Any]) -> Message:
@@ -195,7 +200,7 @@ def write_step(
         ending, end_params = "", list[Any]()
         end = attempt_end(changes)
         if end is not None:
-            ended, end_params = end_attempt_sql(lease, end, timezone.now(), source="pai_fence")
+            ended, end_params = end_attempt_sql(lease, end, _ended_at(changes), source="pai_fence")
             ending = f", pai_ended AS ({ended})"
         sql = (
             f"WITH pai_fence AS ({fencing}), pai_message AS ({insert}), "  # noqa: S608
