@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -170,3 +172,24 @@ def test_a_slow_worker_that_renews_its_expired_lease_ends_its_own_attempt() -> N
     store.heartbeat_sync(lease, lease_seconds=60)
     store.finish_run_sync(lease, RunOutcome(status="cancelled"))
     assert _history(run) == [(1, 1, "cancelled")]
+
+
+def test_the_history_costs_no_round_trip_on_postgresql() -> None:
+    """The hot path (docs/benchmarks.md): on PostgreSQL the attempt's INSERT is part of the
+    claim statement and its end part of the fencing UPDATE; elsewhere each is one statement
+    of its own, in the claim's or the end's transaction."""
+    run = _queued("use tools")
+    store = ORMThreadStore()
+    with CaptureQueriesContext(connection) as claim:
+        lease = store.claim_run_sync(run.id, owner="w1", lease_seconds=60).lease
+    with CaptureQueriesContext(connection) as end:
+        store.finish_run_sync(lease, RunOutcome(status="completed"))
+    assert _history(run) == [(1, 1, "completed")]
+    attempts, runs = (connection.ops.quote_name(m._meta.db_table) for m in (RunAttempt, Run))
+    for captured, write in ((claim, "INSERT INTO"), (end, "UPDATE")):
+        touching = [q["sql"] for q in captured.captured_queries if attempts in q["sql"]]
+        (statement,) = touching
+        if connection.vendor == "postgresql":
+            assert statement.startswith("WITH") and f"UPDATE {runs}" in statement
+        else:
+            assert statement.startswith(f"{write} {attempts}")
