@@ -5,6 +5,13 @@ Nothing here imports Django's ORM; ``pai_threads`` supplies persistence and tran
 
 from pai_agents.abort import Aborted, AbortSignal
 from pai_agents.agent import AgentBehaviorInput, AgentDefinition, AgentDefinitionError
+from pai_agents.capabilities import (
+    Capability,
+    CapabilityBindingError,
+    CapabilityFactory,
+    capability,
+    capability_factory,
+)
 from pai_agents.define import define_agent
 from pai_agents.engine import (
     ClaimedRun,
@@ -39,6 +46,9 @@ __all__ = [
     "AgentBehaviorInput",
     "AgentDefinition",
     "AgentDefinitionError",
+    "Capability",
+    "CapabilityBindingError",
+    "CapabilityFactory",
     "ClaimedRun",
     "EventSink",
     "FileProvider",
@@ -69,6 +79,8 @@ __all__ = [
     "ToolError",
     "ToolFailure",
     "Usage",
+    "capability",
+    "capability_factory",
     "define_agent",
     "run_sync",
     "tool",

@@ -22,6 +22,7 @@ from pai_agents.behavior import (
     instructions_split,
     instructions_value,
 )
+from pai_agents.capabilities import Capability
 from pai_agents.lifecycle.compose import ComposedLifecycle
 from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataSchemas
 from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection, ProviderTool
@@ -130,6 +131,9 @@ class AgentDefinition:
     # Tool calls executed per model step (the rest get an error result); None: the engine's
     # default (PAI["MAX_TOOL_CALLS_PER_STEP"]).
     max_tool_calls_per_step: int | None = None
+    # What the tools need the project to bind, by capability id (AD-062); a runtime for the
+    # agent requires a binding for each (AD-063). Folded by define_agent.
+    capabilities: Mapping[str, Capability] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property

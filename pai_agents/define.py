@@ -16,6 +16,7 @@ from pai_agents.agent import (
     ToolConfig,
 )
 from pai_agents.behavior import AgentDefinitionError
+from pai_agents.capabilities import fold_capabilities
 from pai_agents.definition_checks import (
     check_basics,
     check_instructions,
@@ -145,4 +146,7 @@ def define_agent(
         reasoning_summary=reasoning_summary_option(name, reasoning_summary),
         max_retries=max_retries,
         max_tool_calls_per_step=max_tool_calls_per_step,
+        capabilities=fold_capabilities(
+            name, ((key, tool.capabilities) for key, tool in tool_map.items())
+        ),
     )

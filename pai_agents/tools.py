@@ -18,6 +18,7 @@ from typing import Any, overload
 from pydantic import BaseModel, ValidationError
 
 from pai_agents.abort import AbortSignal
+from pai_agents.capabilities import Capability, check_declarations
 from pai_agents.json import JsonValue, NotStrictJson, ensure_strict_json
 from pai_agents.models.base import ToolSpec
 from pai_agents.sync_calls import run_sync
@@ -68,6 +69,8 @@ class ToolContext:
     messages: list[dict[str, Any]] = field(default_factory=list)
     # ToolData: progress/preliminary records joined onto this call's tool part (TH-037).
     data: ToolData = field(default_factory=ToolData)
+    # The bound implementations of the capabilities this tool declared, by its own aliases.
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def context(self) -> Any:
@@ -108,6 +111,9 @@ class Tool:
     # Safe to run again after a crash mid-execution; otherwise an interrupted call becomes a
     # model-visible error (at-most-once execution).
     idempotent: bool = False
+    # Dependencies the project binds (docs/capabilities.md): ``{alias: capability(...)}``;
+    # ``ctx.capabilities[alias]`` is the implementation while the tool runs (AD-062).
+    capabilities: Mapping[str, Capability] = field(default_factory=dict, hash=False)
     _pass_context: bool = False
 
     def __post_init__(self) -> None:
@@ -120,6 +126,8 @@ class Tool:
             isinstance(self.output_model, type) and issubclass(self.output_model, BaseModel)
         ):
             raise TypeError(f"tool {self.name!r}: output must be a pydantic model class")
+        declared = check_declarations(f"tool {self.name!r}", self.capabilities)
+        object.__setattr__(self, "capabilities", declared)
 
     @cached_property
     def _schema(self) -> dict[str, Any]:
@@ -224,6 +232,7 @@ def tool(
     output: type[BaseModel] | None = None,
     needs_approval: bool = False,
     idempotent: bool = False,
+    capabilities: Mapping[str, Capability] | None = None,
 ) -> Tool: ...
 
 
@@ -237,6 +246,7 @@ def tool(
     output: type[BaseModel] | None = None,
     needs_approval: bool = False,
     idempotent: bool = False,
+    capabilities: Mapping[str, Capability] | None = None,
 ) -> Callable[[Execute], Tool]: ...
 
 
@@ -249,6 +259,7 @@ def tool(
     output: type[BaseModel] | None = None,
     needs_approval: bool = False,
     idempotent: bool = False,
+    capabilities: Mapping[str, Capability] | None = None,
 ) -> Tool | Callable[[Execute], Tool]:
     """Define a tool.
 
@@ -264,6 +275,8 @@ def tool(
     ``execute`` takes the validated input model and, optionally, a :class:`ToolContext`;
     it may be ``def`` or ``async def``. ``needs_approval`` turns each call into a pending
     action a person approves or denies; ``idempotent`` allows re-execution after a crash.
+    ``capabilities`` maps local aliases to :func:`~pai_agents.capabilities.capability`
+    declarations the project binds; the tool reads them as ``ctx.capabilities[alias]``.
     """
 
     def build(fn: Execute | None, tool_name: str, doc: str) -> Tool:
@@ -275,6 +288,7 @@ def tool(
             execute=fn,
             needs_approval=needs_approval,
             idempotent=idempotent,
+            capabilities=dict(capabilities or {}),
             _pass_context=fn is not None and _accepts_context(fn),
         )
 

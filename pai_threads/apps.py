@@ -12,6 +12,7 @@ class PaiThreadsConfig(AppConfig):
         from pai_agents.sync_calls import use_sync_runner
         from pai_threads import checks  # noqa: F401  (registers system checks)
         from pai_threads.events.publishing import use_delivery
+        from pai_threads.execution import capabilities  # noqa: F401  (capability check)
         from pai_threads.realtime import delivery
         from pai_threads.store.db import run_user_sync
 

@@ -89,6 +89,9 @@ DEFAULTS: dict[str, Any] = {
     # Validated tool calls executed per model step; later calls of the step are not run and
     # get a model-visible error result (define_agent(max_tool_calls_per_step=...) overrides).
     "MAX_TOOL_CALLS_PER_STEP": 32,
+    # Capability ids -> a dotted path (or the object) implementing them, or to a
+    # capability_factory; every id a registered agent needs must be bound (pai.E020).
+    "CAPABILITIES": {},
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,

@@ -44,12 +44,10 @@ NOT_COVERED: dict[str, str] = {
     "AD-036": "not built: there is no `define_command` yet",
     "AD-060": "not built: tools declare no context type, so `map_context` is optional "
     "(docs/reference/agents.md)",
-    "AD-062": "not built: capabilities and capability bindings",
-    "AD-063": "not built: capabilities and capability bindings",
     "AD-073": "deviation: client tools are agent tools without `execute`, not definitions "
     "sent by the browser (docs/reference/agents.md)",
-    "AD-074": "deviation: no `contract` / `capabilities` attributes (Python has no static "
-    "contract type); `manifest()` is a method (docs/reference/agents.md)",
+    "AD-074": "deviation: no `contract` attribute (Python has no static contract type); "
+    "`manifest()` is a method (docs/reference/agents.md)",
     "AD-075": "deviation: the manifest lists tools in a list of entries, not keyed by name "
     "(docs/reference/agents.md)",
     "AD-076": "deviation: the manifest includes each tool's JSON Schema (input and output) "

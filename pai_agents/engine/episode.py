@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
+from pai_agents.capabilities import resolve_bindings
 from pai_agents.engine.endings import end_dropping_open, fail_run, finish_run
 from pai_agents.engine.model_step import run_model_step
 from pai_agents.engine.resume import resume_last_message
@@ -38,6 +39,10 @@ async def run_episode_loop(state: RunState) -> RunOutcome:
     """Set the episode up and run its steps; LeaseLost propagates (nothing to write)."""
     try:
         state.bind(await state.agent.build_runtime_context(state.behavior))
+        if state.agent.capabilities:
+            state.capabilities = await resolve_bindings(
+                state.agent.capabilities, state.capability_bindings, state.behavior
+            )
         decision = None
         if "prepare_run" in state.phases:
             latest = await _latest_user_message(state)

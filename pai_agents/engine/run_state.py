@@ -9,6 +9,7 @@ costs nothing), the resolved model, the context-visible history and the usage so
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
@@ -59,6 +60,9 @@ class RunState:
     max_retries: int = 2
     retry_backoff_seconds: float = 0.5
     max_tool_calls_per_step: int = 32
+    # The runtime's capability bindings by id; ``capabilities``: this episode's resolved ones.
+    capability_bindings: Mapping[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(default_factory=dict)
     lifecycle: ComposedLifecycle = field(init=False)
     phases: frozenset[str] = field(init=False)
     behavior: AgentBehaviorInput = field(init=False)

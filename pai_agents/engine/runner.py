@@ -7,10 +7,13 @@ itself is ``episode.py``; docs/architecture.md walks through it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pai_agents.abort import AbortSignal
 from pai_agents.agent import AgentDefinition
+from pai_agents.capabilities import CapabilityBindingError, binding_problems
 from pai_agents.engine.episode import run_episode_loop, run_finished
 from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.lease_keeper import LeaseKeeper
@@ -41,6 +44,17 @@ class RunEngine:
     max_retries: int = 2
     retry_backoff_seconds: float = 0.5
     max_tool_calls_per_step: int = 32
+    # Implementations of the agent's capabilities by id (docs/capabilities.md): an object, or
+    # a capability_factory built per episode. Each required id must be bound (AD-063).
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems = binding_problems(self.agent.capabilities, self.capabilities)
+        if problems:
+            listed = "; ".join(f"{key}: {why}" for key, why in problems.items())
+            raise CapabilityBindingError(
+                f"agent {self.agent.name!r} cannot run: capability bindings: {listed}"
+            )
 
     async def run_episode(
         self, claim: ClaimedRun, *, signal: AbortSignal | None = None
@@ -58,6 +72,7 @@ class RunEngine:
             max_retries=self.max_retries,
             retry_backoff_seconds=self.retry_backoff_seconds,
             max_tool_calls_per_step=self.max_tool_calls_per_step,
+            capability_bindings=self.capabilities,
         )
         keeper = LeaseKeeper(
             self.store, claim.lease, lease_seconds=self.lease_seconds, signal=signal

@@ -9,7 +9,7 @@ never left in a state a model provider rejects. Provider-executed calls are the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pai_agents.abort import AbortSignal
@@ -87,6 +87,7 @@ async def execute_call(
     history: list[UIMessage],
     signal: AbortSignal,
     data: ToolData | None = None,
+    capabilities: Mapping[str, Any] | None = None,
 ) -> UIMessageChunk:
     """Run one validated call; any failure becomes a model-visible ``tool-output-error``.
 
@@ -103,6 +104,7 @@ async def execute_call(
         signal=signal,
         messages=list(history),  # type: ignore[arg-type]
         data=data if data is not None else ToolData(call_id),
+        capabilities=capabilities or {},
     )
     try:
         output = await tool.arun(parsed, context)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pai_agents._callables import call_user
 from pai_agents.agent import AgentBehaviorInput
+from pai_agents.capabilities import operation_capabilities
 from pai_agents.engine.generation import Generation
 from pai_agents.engine.run_state import RunState
 from pai_agents.engine.step_stream import PendingCall
@@ -76,6 +77,7 @@ async def _execute(
                 history=state.history,
                 signal=signal,
                 data=hub.writer(call.tool_call_id),
+                capabilities=operation_capabilities(call.tool.capabilities, state.capabilities),
             )
         )
         for call in calls

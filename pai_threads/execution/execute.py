@@ -13,12 +13,14 @@ import socket
 import threading
 
 from pai_agents.abort import AbortSignal
+from pai_agents.capabilities import CapabilityBindingError
 from pai_agents.engine.events import EventSink
 from pai_agents.engine.runner import RunEngine
 from pai_agents.engine.store import LeaseLost, RunNotFound, RunOutcome
 from pai_agents.lifecycle.hooks import overridden_phases
 from pai_threads.conf import pai_settings
 from pai_threads.execution import cancellation, registry, titles
+from pai_threads.execution.capabilities import BindingImportError, capability_bindings
 from pai_threads.execution.file_provider import file_provider
 from pai_threads.realtime import RealtimePublisher, TeeSink
 from pai_threads.store.thread_store import ORMThreadStore
@@ -63,16 +65,29 @@ async def aexecute_run(
     agent = registry.get_agent(claim.agent_name)
     titles.yield_to_run(claim.thread_id)  # a title call must not hold the model up
     publisher = RealtimePublisher(claim.thread_id, facts=store.facts)
-    engine = RunEngine(
-        agent=agent,
-        store=store,
-        sink=publisher if sink is None else TeeSink(sink, publisher),
-        lease_seconds=pai_settings.LEASE_SECONDS,
-        files=file_provider(),
-        max_retries=pai_settings.MODEL_MAX_RETRIES,
-        retry_backoff_seconds=pai_settings.MODEL_RETRY_BACKOFF_SECONDS,
-        max_tool_calls_per_step=pai_settings.MAX_TOOL_CALLS_PER_STEP,
-    )
+    try:
+        bindings = capability_bindings()
+        engine = RunEngine(
+            agent=agent,
+            store=store,
+            sink=publisher if sink is None else TeeSink(sink, publisher),
+            lease_seconds=pai_settings.LEASE_SECONDS,
+            files=file_provider(),
+            max_retries=pai_settings.MODEL_MAX_RETRIES,
+            retry_backoff_seconds=pai_settings.MODEL_RETRY_BACKOFF_SECONDS,
+            max_tool_calls_per_step=pai_settings.MAX_TOOL_CALLS_PER_STEP,
+            capabilities=bindings,
+        )
+    except (CapabilityBindingError, BindingImportError) as exc:
+        # manage.py check reports this at start-up (pai.E020..E022); a run that meets it
+        # anyway fails at once instead of waiting for its lease to expire.
+        logger.error("run %s cannot start: %s", run_id, exc, extra={"run_id": run_id})
+        failed = RunOutcome(
+            status="failed", error={"type": type(exc).__name__, "message": str(exc)}
+        )
+        await store.finish_run(claim.lease, failed)
+        await publisher.aclose()
+        return failed
     signal = signal or AbortSignal()
     try:
         with cancellation.registered(run_id, signal):

@@ -1,0 +1,25 @@
+"""Send a user message and execute its run in this process (the embedded executor's path,
+without dispatch): what many Django-side tests need before they look at the rows."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pai_threads import services
+from pai_threads.execution.execute import aexecute_run
+from pai_threads.identity import Identity
+from pai_threads.models import Run
+
+__all__ = ["send_and_execute"]
+
+
+def send_and_execute(identity: Identity, thread_id: str, text: str) -> Run:
+    """Send ``text`` on the thread, execute the run it started, return the run as stored."""
+    sent = services.send(
+        identity,
+        thread_id,
+        {"role": "user", "parts": [{"type": "text", "text": text}]},
+        dispatch=False,
+    )
+    asyncio.run(aexecute_run(sent.run.id))
+    return Run.objects.get(id=sent.run.id)
