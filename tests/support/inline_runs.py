@@ -21,5 +21,6 @@ def send_and_execute(identity: Identity, thread_id: str, text: str) -> Run:
         {"role": "user", "parts": [{"type": "text", "text": text}]},
         dispatch=False,
     )
+    assert sent.run is not None, "the send was queued behind an active run"
     asyncio.run(aexecute_run(sent.run.id))
     return Run.objects.get(id=sent.run.id)

@@ -23,6 +23,7 @@ from pai_agents import (
 from pai_agents.agent import ToolConfig
 from pai_agents.engine.memory import InMemoryThreadStore
 from pai_agents.engine.runner import RunEngine
+from pai_agents.messages.types import UIMessage
 
 
 @runtime_checkable
@@ -130,7 +131,7 @@ async def _run(
 ) -> tuple[Any, list[dict[str, Any]]]:
     store = InMemoryThreadStore()
     thread_id = store.create_thread(scope_key="s", agent_name=agent.name)
-    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}
+    user: UIMessage = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "go"}]}
     run_id = store.send(thread_id, user)
     claim = await store.claim_run(run_id, owner="w", lease_seconds=30)
     outcome = await RunEngine(agent=agent, store=store, capabilities=bindings).run_episode(claim)
