@@ -167,6 +167,8 @@ def messages_out(rows: Sequence[Message], *, suspensions: bool = True) -> list[d
 
 def queue_item_out(item: QueueItem) -> dict[str, Any]:
     message = item.message
+    # A queued message is never edited before admission: updated when it was accepted.
+    accepted = item.created_at.isoformat().replace("+00:00", "Z")  # as Message.to_ui_message
     return {
         "id": item.id,
         "policy": item.policy,
@@ -178,7 +180,12 @@ def queue_item_out(item: QueueItem) -> dict[str, Any]:
                 "role": "user",
                 "metadata": {
                     **(message.get("metadata") or {}),
-                    "pai": {"producer": "send", "status": "pending"},
+                    "pai": {
+                        "producer": "send",
+                        "status": "pending",
+                        "createdAt": accepted,
+                        "updatedAt": accepted,
+                    },
                 },
                 "parts": client_message(message)["parts"],
             }
