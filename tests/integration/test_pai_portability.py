@@ -248,3 +248,16 @@ def test_malformed_input_is_a_typed_error_and_imports_nothing(
 def test_exporting_an_unknown_thread_is_a_command_error() -> None:
     with pytest.raises(CommandError, match="not found"):
         call_command("pai_export", "thr_missing", stdout=StringIO())
+
+
+def test_export_to_stdout_and_import_from_stdin_with_a_new_scope(
+    thread: Thread, media_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = StringIO()
+    call_command("pai_export", "--scope", SCOPE, stdout=out)
+    _flush(media_root)
+    monkeypatch.setattr("sys.stdin", StringIO(out.getvalue()))
+    printed = StringIO()
+    call_command("pai_import", "-", "--scope", "user:moved", stdout=printed)
+    assert printed.getvalue().startswith("imported 1 thread(s)") and thread.id in printed.getvalue()
+    assert set(Run.objects.values_list("scope_key", flat=True)) == {"user:moved"}
