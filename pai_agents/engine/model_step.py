@@ -64,12 +64,15 @@ async def run_model_step(state: RunState, index: int, reuse_id: str | None) -> R
         await _steer(state)  # (not before a repeated step: its open message predates it)
     messages = await step_context(state, step)
     request = await step_request(state, index, messages)
+    step_retries: int | None = None  # the step patch's max_retries
     if "prepare_model_step" in state.phases:
         decision = await state.lifecycle.prepare_model_step(
             PrepareModelStepInput(**state.hook_base(), step=step, input=request)
         )
         if isinstance(decision, Continue) and decision.patch is not None:
-            request = apply_patch(request, coerce_patch(decision.patch, ModelStepPatch))
+            step_patch = coerce_patch(decision.patch, ModelStepPatch)
+            request = apply_patch(request, step_patch)
+            step_retries = step_patch.max_retries
         elif isinstance(decision, Respond):  # LC-080, LC-082
             return await commit_response(
                 state,
@@ -109,7 +112,7 @@ async def run_model_step(state: RunState, index: int, reuse_id: str | None) -> R
     facts = StepFacts()
     spent: Usage = {}  # what retried attempts spent (estimated)
     restarted = reuse_id is not None
-    policy = state.retry_policy
+    policy = state.retry_policy(step_retries)
     while True:
         try:
             state.signal.raise_if_aborted()

@@ -99,12 +99,14 @@ class RunState:
     def operation(self) -> Operation:
         return operation_of(self.claim)
 
-    @property
-    def retry_policy(self) -> RetryPolicy:
-        """Retries of a step after transient provider faults: the prepare_run patch's
-        ``max_retries`` (TH-019), else the agent's, else the engine's."""
+    def retry_policy(self, step_retries: int | None = None) -> RetryPolicy:
+        """Retries of a step after transient provider faults: the step patch's
+        ``max_retries``, else the prepare_run patch's (TH-019), else the agent's, else the
+        engine's."""
         patch = self.episode.run_patch
-        retries = patch.max_retries if patch is not None else None
+        retries = step_retries
+        if retries is None and patch is not None:
+            retries = patch.max_retries
         if retries is None:
             retries = self.agent.max_retries
         if retries is None:

@@ -126,11 +126,7 @@ class RunPatch(_RoutePatch):
         super().__post_init__()
         if self.max_steps is not None and self.max_steps < 1:
             raise LifecyclePatchError("max_steps must be at least 1")
-        retries = self.max_retries
-        if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int)):
-            raise LifecyclePatchError(f"max_retries must be an integer, not {retries!r}")
-        if retries is not None and retries < 0:
-            raise LifecyclePatchError("max_retries must be at least 0")
+        _check_max_retries(self.max_retries)
         if self.output is not None and not (
             isinstance(self.output, type) and issubclass(self.output, BaseModel)
         ):
@@ -139,10 +135,20 @@ class RunPatch(_RoutePatch):
 
 @dataclass(frozen=True, kw_only=True)
 class ModelStepPatch(_RoutePatch):
-    """prepare_model_step ``continue`` patch: this step only (LC-078)."""
+    """prepare_model_step ``continue`` patch: this step only (LC-078).
+
+    ``max_retries`` sets this step's retries after transient provider faults, over the run
+    patch's and the agent's; the retry loop wraps ``around_model_call``, so a call patch
+    cannot set it (each retry calls the hook again, once).
+    """
 
     messages: Sequence[ModelMessage] | None = None
     append_model_messages: Sequence[ModelMessage] | None = None
+    max_retries: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_max_retries(self.max_retries)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +156,21 @@ class ModelCallPatch(ModelStepPatch):
     """``next(patch)`` in around_model_call; ``signal`` is combined with the run's (LC-094)."""
 
     signal: AbortSignal | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_retries is not None:
+            raise LifecyclePatchError(
+                "max_retries cannot be set per provider call: the step's retries wrap "
+                "around_model_call; set it in a prepare_model_step or prepare_run patch"
+            )
+
+
+def _check_max_retries(retries: object) -> None:
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int)):
+        raise LifecyclePatchError(f"max_retries must be an integer, not {retries!r}")
+    if isinstance(retries, int) and retries < 0:
+        raise LifecyclePatchError("max_retries must be at least 0")
 
 
 _P = TypeVar("_P", bound=_RoutePatch)
