@@ -15,7 +15,9 @@ AI SDK's reducer needs to rebuild exactly the projected stored message:
 Two shapes, one set of rules:
 
 * ``per_step`` (``pai_chat --jsonl``): one ``start`` .. ``finish`` per stored message,
-  exactly PAI's transcript (one assistant message per model step);
+  exactly PAI's transcript (one assistant message per model step); :func:`step_end` gives
+  each step's last chunks, and the realtime publisher applies the same function to the
+  websocket's ``generation.message.chunk`` stream;
 * one message per run (``message_id`` given: the SSE endpoint for ``useChat``, whose
   ``Chat`` appends everything of one response to one message): the run's first step opens
   the message under ``message_id``, later steps only add their ``start-step`` .. parts,
@@ -29,10 +31,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pai_agents.messages.suspension_parts import suspension_chunks
+from pai_agents.messages.suspension_parts import SUSPENSION_PART, suspension_chunks
 from pai_agents.messages.types import UIMessageChunk
 
-__all__ = ["STREAMING_STATUSES", "UIStream", "step_metadata"]
+__all__ = ["STREAMING_STATUSES", "UIStream", "step_end", "step_metadata"]
 
 STREAMING_STATUSES = frozenset({"queued", "running"})
 
@@ -130,6 +132,8 @@ class UIStream:
             self._skip.discard(str(kind))
             return []
         self._skip.clear()
+        if kind == SUSPENSION_PART:
+            return []  # (a published stream's; they are rebuilt from the stored message)
         if kind == "finish":
             self._held[message_id] = chunk
             return []
@@ -161,25 +165,45 @@ class UIStream:
             return []  # (a message this stream never opened)
         if not isinstance(message, dict):
             return [held] if held is not None and self.per_step else []
-        pai = (message.get("metadata") or {}).get("pai") or {}
-        reason = (held or {}).get("finishReason") or (pai.get("diagnostics") or {}).get(
-            "finishReason"
-        )
+        reason = stored_finish_reason(message, held)
         if reason:
-            self._finish_reason = str(reason)
-        out: list[UIMessageChunk] = list(suspension_chunks(message))
-        metadata = message.get("metadata")
+            self._finish_reason = reason
         if self.per_step:
-            finish: UIMessageChunk = {"type": "finish", "finishReason": self._finish_reason}
-            if metadata:
-                finish["messageMetadata"] = metadata
-            out.append(finish)
-        else:
-            if message_id not in self.message_ids:
-                self.message_ids.append(message_id)
-            metadata = step_metadata(message, self.message_ids)
-            out.append({"type": "message-metadata", "messageMetadata": metadata})
-        return out
+            return step_end(message, held, reason=self._finish_reason)
+        if message_id not in self.message_ids:
+            self.message_ids.append(message_id)
+        merged: UIMessageChunk = {
+            "type": "message-metadata",
+            "messageMetadata": step_metadata(message, self.message_ids),
+        }
+        return [*suspension_chunks(message), merged]
+
+
+def stored_finish_reason(message: Mapping[str, Any], finish: UIMessageChunk | None) -> str | None:
+    """Why a stored step ended: its ``finish`` chunk's reason, else its diagnostics'."""
+    pai = (message.get("metadata") or {}).get("pai") or {}
+    reason = (finish or {}).get("finishReason") or (pai.get("diagnostics") or {}).get(
+        "finishReason"
+    )
+    return str(reason) if reason else None
+
+
+def step_end(
+    message: dict[str, Any], finish: UIMessageChunk | None = None, *, reason: str = "stop"
+) -> list[UIMessageChunk]:
+    """The chunks that end one step's chunk stream once its message is stored (the
+    websocket's and ``pai_chat --jsonl``'s): a ``data-pai-suspension`` chunk per suspended
+    call, then ``finish`` (the step's own, else one with the stored reason, ``reason`` when
+    none is stored: a step that waits sends none) carrying the stored public metadata, so
+    the AI SDK's reducer rebuilds the projected stored message exactly."""
+    end: UIMessageChunk = {
+        "type": "finish",
+        "finishReason": stored_finish_reason(message, finish) or reason,
+    }
+    metadata = message.get("metadata")
+    if metadata:
+        end["messageMetadata"] = metadata
+    return [*suspension_chunks(message), end]
 
 
 def result_chunks(part: Mapping[str, Any]) -> list[UIMessageChunk]:

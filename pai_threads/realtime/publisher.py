@@ -13,6 +13,13 @@ latency, and a fast one's at most one window. Chunks are never merged or reorder
 published chunk sequence is exactly what the engine emitted (the same as
 ``pai_chat --jsonl`` prints). Any other event flushes the batch at once.
 
+A step's ``finish`` chunk is held until its message is stored and goes out just before its
+``generation.finished``, after a ``data-pai-suspension`` chunk per suspended call and
+carrying the stored public metadata (:func:`pai_threads.events.ui_stream.step_end`, what
+``pai_chat --jsonl`` prints too); a step that waits gets one as well. A client that folds a
+generation's chunks with the AI SDK's own reducer thus rebuilds exactly the stored message,
+metadata included. (One held chunk per step: no work per delta.)
+
 A generation the run leaves open when it stops streaming (it failed before the step's
 first checkpoint, or its open row was dropped) is closed here, before the run's status: an
 ``error`` (or ``abort``) chunk, a ``finish`` chunk, and ``generation.finished`` with the
@@ -39,6 +46,7 @@ from pai_agents.engine.events import (
 from pai_agents.messages.projection import client_message
 from pai_threads.events.projections import message_public, messages_out, run_public
 from pai_threads.events.types import empty_side_state, run_status, side_state
+from pai_threads.events.ui_stream import step_end
 from pai_threads.models import Message, Run
 from pai_threads.realtime import delivery
 from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
@@ -112,22 +120,36 @@ class RealtimePublisher:
         # The generation announced and not finished yet: (run id, message id), next index.
         self._open: tuple[str, str] | None = None
         self._next_index = 0
+        self._held: RunEvent | None = None  # the open generation's `finish`, until stored
 
     async def publish(self, event: RunEvent) -> None:
         if event.get("type") == "generation.message.chunk":
             # The hot path (one call per token): a chunk needs no projection.
             self._next_index = event["index"] + 1
+            kind = event["chunk"].get("type")
+            if self._held is not None:  # a chunk after the step's finish: keep the order
+                self._pending.append(self._held)
+                self._held = None
+            if kind == "finish" and self._open == (event["runId"], event["messageId"]):
+                self._held = event  # sent with the stored message's metadata
+                return
             self._pending.append(event)
-            if self._delay and event["chunk"].get("type") in _DELTA_CHUNKS:
+            if self._delay and kind in _DELTA_CHUNKS:
                 self._coalesce()
                 return
             await self.flush()
             return
         kind = event.get("type")
         if kind == "generation.started":
+            if self._held is not None:  # (no generation.finished came for it)
+                self._pending.append(self._held)
+                self._held = None
             self._open, self._next_index = (str(event["runId"]), str(event["messageId"])), 0
         elif kind == "generation.finished":
             self._open = None
+            self._pending += await self._finished(event)
+            await self.flush()
+            return
         enriched = await self._enrich(event)
         if kind == "run.status" and event.get("status") not in _STREAMING:
             self._pending += await self._close_open(enriched)
@@ -168,38 +190,76 @@ class RealtimePublisher:
         error = (status.get("run") or {}).get("error") or {}
         if status.get("status") == "failed":
             text = str(error.get("message") or "The run failed.")
-            chunks: list[dict[str, Any]] = [
-                {"type": "error", "errorText": text},
-                {"type": "finish", "finishReason": "error"},
-            ]
+            cause: dict[str, Any] = {"type": "error", "errorText": text}
+            finish: dict[str, Any] = {"type": "finish", "finishReason": "error"}
         else:
-            chunks = [
-                {"type": "abort", "reason": str(status.get("status"))},
-                {"type": "finish", "finishReason": "other"},
-            ]
-        events: list[RunEvent] = []
-        for chunk in chunks:
-            events.append(
-                generation_message_chunk(
-                    run_id=run_id,
-                    thread_id=self.thread_id,
-                    message_id=message_id,
-                    index=self._next_index,
-                    chunk=chunk,
-                )
-            )
-            self._next_index += 1
-        try:
-            stored = await self._stored_message(message_id)
-        except Exception:
-            logger.exception("could not read message %s of thread %s", message_id, self.thread_id)
-            stored = None
-        events.append(
+            cause = {"type": "abort", "reason": str(status.get("status"))}
+            finish = {"type": "finish", "finishReason": "other"}
+        if self._held is not None:  # its finish would come before the cause: this one replaces it
+            self._next_index, self._held = self._held["index"], None
+        stored = await self._stored_or_none(message_id)
+        return [
+            self._chunk_event(run_id, message_id, cause),
+            *self._end_events(run_id, message_id, stored, finish),
+        ]
+
+    async def _finished(self, event: RunEvent) -> list[RunEvent]:
+        """A generation ended: its held ``finish`` (or, for a step that waits, a new one)
+        with the stored message's metadata, after its suspension records, then
+        ``generation.finished`` with the stored message."""
+        run_id, message_id = str(event["runId"]), str(event["messageId"])
+        held, self._held = self._held, None
+        if held is not None and held["messageId"] != message_id:
+            return [held, *await self._finished(event)]  # (another generation's)
+        stored = await self._stored_or_none(message_id)
+        if stored is None:
+            # Unenriched, the engine's message still reaches clients projected (MF-011).
+            message = event.get("message")
+            if isinstance(message, dict):
+                event = {**event, "message": client_message(message)}
+            return [*([held] if held is not None else []), event]
+        if held is not None:
+            self._next_index = held["index"]
+        finish = held["chunk"] if held is not None else None
+        return self._end_events(run_id, message_id, stored, finish)
+
+    def _end_events(
+        self,
+        run_id: str,
+        message_id: str,
+        stored: dict[str, Any] | None,
+        finish: dict[str, Any] | None,
+    ) -> list[RunEvent]:
+        """A generation's last chunks (:func:`step_end` of its stored message; ``finish``
+        alone when nothing of it was stored) and its ``generation.finished``."""
+        if stored is not None:
+            chunks = step_end(stored, finish)
+        else:
+            chunks = [finish] if finish is not None else []
+        return [
+            *(self._chunk_event(run_id, message_id, chunk) for chunk in chunks),
             generation_finished(
                 run_id=run_id, thread_id=self.thread_id, message_id=message_id, message=stored
-            )
+            ),
+        ]
+
+    def _chunk_event(self, run_id: str, message_id: str, chunk: dict[str, Any]) -> RunEvent:
+        event = generation_message_chunk(
+            run_id=run_id,
+            thread_id=self.thread_id,
+            message_id=message_id,
+            index=self._next_index,
+            chunk=chunk,
         )
-        return events
+        self._next_index += 1
+        return event
+
+    async def _stored_or_none(self, message_id: str) -> dict[str, Any] | None:
+        try:
+            return await self._stored_message(message_id)
+        except Exception:
+            logger.exception("could not read message %s of thread %s", message_id, self.thread_id)
+            return None
 
     async def announce_claim(self, run_id: str) -> None:
         """A worker claimed the run: its ``running`` status reaches subscribers before its
@@ -212,11 +272,7 @@ class RealtimePublisher:
         writes returned, else read (one read per message/run)."""
         kind = event.get("type")
         try:
-            if kind == "generation.finished":
-                stored = await self._stored_message(str(event["messageId"]))
-                if stored is not None:
-                    return {**event, "message": stored}
-            elif kind == "run.status":
+            if kind == "run.status":
                 written = self._facts.take_run(str(event["runId"]), event.get("status"))
                 run = (
                     run_public(written)
@@ -227,9 +283,6 @@ class RealtimePublisher:
                     return {**event, "status": run["status"], "run": run}
         except Exception:
             logger.exception("could not enrich %s for thread %s", kind, self.thread_id)
-        if kind == "generation.finished" and isinstance(event.get("message"), dict):
-            # Unenriched, the engine's message still reaches clients projected (MF-011).
-            return {**event, "message": client_message(event["message"])}
         if kind == "message.committed" and isinstance(event.get("message"), dict):
             # Steered input comes from the engine as stored: references as attachments (MF-014).
             return {**event, "message": client_message(event["message"])}

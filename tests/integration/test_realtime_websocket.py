@@ -14,6 +14,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from pai_agents.messages.chunks import validate_chunk
+from pai_agents.messages.projection import client_message
 from pai_agents.messages.reducer import reduce_chunks
 from tests.support.agents import slow_answer
 from tests.support.realtime import recv, recv_until, server_fixture
@@ -98,11 +99,17 @@ async def test_mf_026_live_chunks_in_order(server: DaphneServer) -> None:
     chunks = chunk_events(events, started["messageId"])
     assert [c["index"] for c in chunks] == list(range(len(chunks)))
     assert [c["chunk"]["type"] for c in chunks[:2]] == ["start", "start-step"]
-    assert chunks[-1]["chunk"] == {"type": "finish", "finishReason": "stop"}
+    finish = chunks[-1]["chunk"]  # held until stored: it carries the stored metadata
+    assert {**finish, "messageMetadata": None} == {
+        "type": "finish",
+        "finishReason": "stop",
+        "messageMetadata": None,
+    }
     assert sum(c["chunk"]["type"] == "text-delta" for c in chunks) > 10
     for chunk in chunks:
         validate_chunk(chunk["chunk"])
     finished = next(f for f in events if f["type"] == "generation.finished")
+    assert finish["messageMetadata"] == finished["message"]["metadata"]
     assert kinds[-1] == "run.status"
 
     user, assistant = stored
@@ -311,14 +318,11 @@ async def test_mf_027_replay_of_every_tool_state_equals_the_stored_messages(
         chunks = [c["chunk"] for c in chunk_events(frames, message_id)]
         for chunk in chunks:
             validate_chunk(chunk)
-        folded = reduce_chunks(chunks)
-        # The client tool's pending suspension is joined onto its part by the projection
-        # (MF-012, MF-023), not folded from chunks: compare the native fields.
-        native = [
-            {k: v for k, v in p.items() if k not in ("suspensions", "pendingSuspension")}
-            for p in stored[message_id]["parts"]
-        ]
-        assert folded["parts"] == native
+        # The client tool's suspension records stream as data-pai-suspension chunks that
+        # the one projection joins onto its part (MF-012, MF-023), as the stored one is.
+        folded = client_message(reduce_chunks(chunks))
+        assert folded["parts"] == stored[message_id]["parts"]
+        assert folded["metadata"] == stored[message_id]["metadata"]
         states |= {p["state"] for p in folded["parts"] if "toolCallId" in p}
     assert states == {"output-available", "output-error", "input-available"}
     kinds = {p["type"] for m in stored.values() for p in m["parts"]}
@@ -344,8 +348,8 @@ async def test_pai_chat_jsonl_and_websocket_emit_the_same_chunks(
     server: DaphneServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same run of the demo agent yields the same chunk sequence on both surfaces
-    (per-run ids normalised). ``--jsonl`` also puts each step's stored metadata on its
-    ``finish`` (for SDK readers); the websocket sends it with ``generation.finished``."""
+    (per-run ids normalised). Both put each step's stored metadata on its ``finish`` (for
+    SDK readers; its timestamps and ids differ between the two runs)."""
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PAI_MODEL"):
         monkeypatch.delenv(name, raising=False)
     from tests.support.thread_state import normalise_ids
@@ -360,10 +364,14 @@ async def test_pai_chat_jsonl_and_websocket_emit_the_same_chunks(
     websocket = [f["chunk"] for f in frames if f["type"] == "generation.message.chunk"]
 
     assert len(websocket) > 10
-    finishes = [c for c in terminal if c["type"] == "finish"]
-    assert finishes and all(c["messageMetadata"]["pai"]["runId"] for c in finishes)
-    plain = [{k: v for k, v in c.items() if k != "messageMetadata"} for c in terminal]
-    assert normalise_ids(websocket) == normalise_ids(plain)
+    for chunks in (terminal, websocket):
+        finishes = [c for c in chunks if c["type"] == "finish"]
+        assert finishes and all(c["messageMetadata"]["pai"]["runId"] for c in finishes)
+
+    def plain(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in c.items() if k != "messageMetadata"} for c in chunks]
+
+    assert normalise_ids(plain(websocket)) == normalise_ids(plain(terminal))
 
 
 async def test_http_rename_reaches_subscribers(server: DaphneServer) -> None:

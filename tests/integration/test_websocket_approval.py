@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pai_agents.messages.chunks import validate_chunk
+from pai_agents.messages.projection import client_message
 from pai_agents.messages.reducer import reduce_chunks
 from tests.support.realtime import recv_until, start_server
 from tests.support.server import Browser, DaphneServer
@@ -41,13 +42,6 @@ def server(
 
 
 Frame = dict[str, Any]
-
-# Joined onto stored tool parts from the pending-action rows (MF-023), not streamed.
-_JOINED = ("suspensions", "pendingSuspension")
-
-
-def _streamed_parts(message: Frame) -> list[Frame]:
-    return [{k: v for k, v in p.items() if k not in _JOINED} for p in message["parts"]]
 
 
 def _chunks(frames: list[Frame], message_id: str, *, start: int = 0) -> list[Frame]:
@@ -120,9 +114,10 @@ async def test_continuation_carries_the_answered_approval(
     expected_answer = {"type": "tool-approval-response", "approvalId": approval_id, **value}
     assert continuation[:2] == [{"type": "start", "messageId": message_id}, expected_answer]
 
-    final = reduce_chunks(continuation, streamed)
+    # Through the one projection (suspension records joined onto their tool part).
+    final = client_message(reduce_chunks(continuation, streamed))
     (stored_message,) = [m for m in stored if m["id"] == message_id]
-    assert final["parts"] == _streamed_parts(stored_message)
+    assert final["parts"] == stored_message["parts"]
     (stored_tool,) = [p for p in stored_message["parts"] if p["type"] == "tool-transfer"]
     assert stored_tool["state"] == state
     assert stored_tool["approval"] == {"id": approval_id, **value}

@@ -34,6 +34,9 @@ __all__ = [
     "NODE_DIR",
     "ChatResult",
     "StreamResult",
+    "WebsocketFold",
+    "WebsocketView",
+    "fold_websocket",
     "read_ui_message_stream",
     "require_sdk",
     "run_chat",
@@ -166,6 +169,76 @@ def read_ui_message_stream(
         valid=out["valid"],
         validation_error=out.get("validationError"),
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebsocketFold:
+    """One generation of a thread websocket, folded by the SDK."""
+
+    message_id: str
+    continued: bool
+    chunks: list[dict[str, Any]]
+    result: StreamResult
+    finished: dict[str, Any] | None  # its generation.finished frame (None: none came)
+
+    @property
+    def message(self) -> dict[str, Any]:
+        return self.result.message
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebsocketView:
+    """What a client running only the SDK's reducer makes of websocket frames."""
+
+    folds: list[WebsocketFold]  # per generation, in order
+    messages: dict[str, dict[str, Any]]  # the latest state of each message, by id
+
+
+def fold_websocket(
+    frames: Sequence[dict[str, Any]], *, held: Sequence[dict[str, Any]] = ()
+) -> WebsocketView:
+    """Fold each generation of the websocket ``frames`` with the SDK's
+    ``readUIMessageStream``: a generation starts from nothing, a ``continued`` one (results
+    joining a committed message) from the client's latest state of that message; a
+    ``message.committed`` replaces a message whole (a client tool's answer, written into
+    its stored step). ``held``: messages the client had before (e.g. a snapshot's)."""
+    latest = {str(m["id"]): m for m in held}
+    folds: list[WebsocketFold] = []
+    open_: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+
+    def fold(message_id: str, finished: dict[str, Any] | None) -> None:
+        started, chunks = open_.pop(message_id)
+        continued = bool(started.get("continued"))
+        seed = latest.get(message_id) if continued else None
+        result = read_ui_message_stream(chunks, message=seed)
+        folds.append(
+            WebsocketFold(
+                message_id=message_id,
+                continued=continued,
+                chunks=chunks,
+                result=result,
+                finished=finished,
+            )
+        )
+        latest[message_id] = result.message
+
+    for frame in frames:
+        kind = frame.get("type")
+        message_id = str(frame.get("messageId"))
+        if kind == "generation.started":
+            if message_id in open_:
+                fold(message_id, None)
+            open_[message_id] = (frame, [])
+        elif kind == "generation.message.chunk":
+            assert message_id in open_, f"no generation.started for {frame}"
+            open_[message_id][1].append(frame["chunk"])
+        elif kind == "generation.finished":
+            fold(message_id, frame)
+        elif kind == "message.committed":
+            latest[str(frame["message"]["id"])] = frame["message"]
+    for message_id in list(open_):
+        fold(message_id, None)
+    return WebsocketView(folds=folds, messages=latest)
 
 
 async def run_chat(
