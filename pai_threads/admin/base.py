@@ -105,6 +105,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_operate_permission(self, request: HttpRequest) -> bool:
+        """Operator actions (``permissions=["operate"]``): the model's built-in change
+        permission, although the row itself is never edited."""
+        opts = self.opts
+        return bool(request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}"))
+
 
 class ReadOnlyInline(admin.TabularInline):
     """Related rows listed on a parent's page, linked, never edited."""

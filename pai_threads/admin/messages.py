@@ -7,13 +7,14 @@ from django.utils.safestring import SafeString
 
 from pai_threads.admin.base import ReadOnlyAdmin, json_display
 from pai_threads.admin.parts import part_summary, render_parts
+from pai_threads.admin.visibility import VisibilityActions
 from pai_threads.models import Message
 
 __all__ = ["MessageAdmin"]
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdmin):
+class MessageAdmin(VisibilityActions, ReadOnlyAdmin):
     list_display = (
         "message_id",
         "thread",

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.contrib import admin
 from django.utils.safestring import SafeString
 
-from pai_threads import services
 from pai_threads.admin.attempts import RunAttemptInline, attempt_timeline
 from pai_threads.admin.base import ReadOnlyAdmin, json_display, usage_block
+from pai_threads.admin.run_actions import RunOperations
 from pai_threads.admin.steps import StepInline
-from pai_threads.execution.recovery import recover_runs
-from pai_threads.identity import Identity
 from pai_threads.models import Run, Step
 from pai_threads.usage import usage_totals
 
@@ -20,7 +16,7 @@ __all__ = ["RunAdmin"]
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin):
+class RunAdmin(RunOperations, ReadOnlyAdmin):
     list_display = (
         "id",
         "thread",
@@ -80,14 +76,3 @@ class RunAdmin(ReadOnlyAdmin):
             obj.attempts.order_by("number"),
             obj.steps.select_related("message").order_by("index"),
         )
-
-    @admin.action(description="Cancel the selected runs")
-    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        for run in queryset:
-            # Trusted operator action: act in the run's own scope (the cancel publishes).
-            services.cancel_run(Identity(scope_key=run.scope_key), run.id)
-        messages.info(request, f"Cancel requested for {queryset.count()} run(s).")
-
-    @admin.action(description="Re-dispatch all stalled runs (sweeper)")
-    def redispatch_stalled(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        messages.info(request, f"Re-dispatched {len(recover_runs())} stalled run(s).")

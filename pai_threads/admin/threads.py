@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.utils.safestring import SafeString
 
 from pai_threads.admin.base import ReadOnlyAdmin, ReadOnlyInline, json_display, short, usage_block
+from pai_threads.admin.thread_actions import ThreadOperations
 from pai_threads.models import Run, Step, Thread
 from pai_threads.usage import usage_totals
 
@@ -20,7 +21,7 @@ class RunInline(ReadOnlyInline):
 
 
 @admin.register(Thread)
-class ThreadAdmin(ReadOnlyAdmin):
+class ThreadAdmin(ThreadOperations, ReadOnlyAdmin):
     list_display = ("id", "title_short", "agent_name", "scope_short", "archived", "updated_at")
     list_filter = ("agent_name", "archived", "title_source", "created_at", "updated_at")
     search_fields = ("id", "title", "scope_key")
