@@ -20,6 +20,7 @@ PAI = {
         "tests.support.agents.slow",
         "tests.support.agents.toolbox",
         "tests.support.tool_data_agents.reporter",
+        "tests.support.marker_agents.markers",
     ],
     "EXECUTOR": "thread",
     "REALTIME_RESYNC_SECONDS": float(os.environ.get("PAI_TEST_RESYNC_SECONDS", "0.5")),

@@ -2,7 +2,7 @@
 // client (static/pai/client.js). The selected thread lives in the URL (?thread=<id>), so a
 // reload reconnects to it and the running generation is rebuilt from the replay. On a
 // narrow screen the thread list is a drawer behind the menu button.
-import { connectThread, uploadFile } from "./client.js";
+import { connectThread, stepNotes, uploadFile } from "./client.js";
 import { renderPart } from "./render.js";
 
 const api = "/api/pai";
@@ -117,6 +117,21 @@ function runNotice(run) {
   return node;
 }
 
+/** How a stored step ended, when a reader must know (the same live and after a reload). */
+function stepNotesNode(notes) {
+  const node = document.createElement("div");
+  node.className = "step-notes";
+  node.setAttribute("role", "note");
+  for (const note of notes) {
+    const line = document.createElement("p");
+    line.className = `step-note ${note.kind}`;
+    line.dataset.kind = note.kind;
+    line.textContent = note.text;
+    node.append(line);
+  }
+  return node;
+}
+
 function bubble(message, run, { showTools, agentTools, notice }) {
   const pai = message.metadata?.pai ?? {};
   const node = document.createElement("article");
@@ -143,6 +158,8 @@ function bubble(message, run, { showTools, agentTools, notice }) {
   if (pai.status === "open" && !message.parts.some((p) => p.type === "text")) {
     node.append(Object.assign(document.createElement("span"), { className: "typing", textContent: "●●●", ariaHidden: "true" }));
   }
+  const notes = stepNotes(message); // a cut-off step, refused calls, max_steps reached
+  if (notes.length) node.append(stepNotesNode(notes));
   if (notice) node.append(runNotice(notice));
   if (showTools) {
     const tools = document.createElement("div");

@@ -14,7 +14,7 @@
 // PaiMessages (UIMessage + metadata.pai); the open generation is an ordinary message with
 // metadata.pai.status "open" (MF-025) whose parts fold live from native chunks. Tool parts
 // carry `suspensions` and `pendingSuspension` (MF-023, joined by the server and kept current
-// from `actions.changed`), and `data[channel]`: the ToolData records the call wrote, durable
+// from `actions.changed`, or streamed as `data-pai-suspension` parts), and `data[channel]`: the ToolData records the call wrote, durable
 // and live transient ones (MF-012, MF-019).
 
 import {
@@ -25,6 +25,48 @@ import {
 export { MessageReducer, joinSuspensions, projectReasoningSummaries, projectToolData } from "./reducer.js";
 
 const STREAMING = new Set(["queued", "running"]);
+
+/** PAI's reserved suspension part (pai_agents/messages/suspension_parts.py); never shown raw. */
+export const SUSPENSION = "data-pai-suspension";
+
+/**
+ * Suspension records streamed as `data-pai-suspension` parts (one per suspended call, sent
+ * once the step is stored) joined onto their tool parts as `suspensions` and
+ * `pendingSuspension`, and removed, as the server's project_suspensions does (MF-011,
+ * MF-023). A message without them is returned as is.
+ */
+export function projectSuspensions(message) {
+  const parts = message.parts ?? [];
+  if (!parts.some((p) => p.type === SUSPENSION)) return message;
+  const records = new Map(parts.filter((p) => p.type === SUSPENSION && p.data)
+    .map((p) => [String(p.data.toolCallId), p.data]));
+  const projected = parts.filter((p) => p.type !== SUSPENSION).map((part) => {
+    const record = typeof part.toolCallId === "string" ? records.get(part.toolCallId) : undefined;
+    return record ? { ...part, suspensions: record.suspensions, pendingSuspension: record.pendingSuspension } : part;
+  });
+  return { ...message, parts: projected };
+}
+
+/**
+ * What a reader must know about how a stored step ended, beyond the run's status, from
+ * `metadata.pai.diagnostics` (the notes `pai_chat` prints): an answer cut by the output
+ * token limit (finish reason `length`), tool calls not executed, the run's step limit
+ * (`max_steps`) reached. `[{kind, text}]`, empty for an ordinary step or an open message.
+ */
+export function stepNotes(message) {
+  const d = message.metadata?.pai?.diagnostics ?? {};
+  const notes = [];
+  if (d.finishReason === "length") {
+    notes.push({ kind: "length", text: "Cut off: the answer reached the output token limit." });
+  }
+  if (d.toolCallsRefused) {
+    notes.push({ kind: "refused", text: `${d.toolCallsRefused} tool call(s) were not executed.` });
+  }
+  if (d.maxStepsReached) {
+    notes.push({ kind: "max-steps", text: "Stopped at the step limit (max_steps): the model did not see the last tool results." });
+  }
+  return notes;
+}
 
 function defaultUrl(threadId) {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
@@ -256,7 +298,9 @@ export class ThreadConnection {
           // MF-013: reasoning summaries as `summary` on their reasoning parts.
           const folded = projectReasoningSummaries(
             projectToolData({ ...s.messages[index], parts: structuredClone(reducer.message.parts) }));
-          s.messages[index] = joinSuspensions(folded, s.pendingActions, s.messages[index]);
+          // MF-023: streamed suspension records (sent when the step is stored) win over the
+          // pending-action mirror, which may not have heard of the action yet.
+          s.messages[index] = projectSuspensions(joinSuspensions(folded, s.pendingActions, s.messages[index]));
         }
         break;
       }
