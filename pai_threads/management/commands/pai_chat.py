@@ -26,6 +26,7 @@ from pai_agents.engine.events import EventSink
 from pai_agents.engine.store import RunOutcome
 from pai_threads import services
 from pai_threads.errors import PaiError
+from pai_threads.events.projections import messages_out
 from pai_threads.execution.execute import aexecute_run
 from pai_threads.execution.terminal import JsonlSink, TerminalSink, dumps_line
 from pai_threads.identity import Identity
@@ -109,7 +110,8 @@ class Command(BaseCommand):
             action="store_true",
             help=(
                 "Machine-readable output: every UIMessageChunk of the answer as one JSON line, "
-                "then the run's stored messages as JSON lines. Diagnostics go to stderr."
+                "then the run's stored messages as JSON lines, as the HTTP API shows them. "
+                "Diagnostics go to stderr."
             ),
         )
 
@@ -212,8 +214,9 @@ class Command(BaseCommand):
         run = Run.objects.get(pk=run_id)
         rows = list(Message.objects.filter(run_id=run_id, in_transcript=True).order_by("id"))
         if jsonl:
-            for row in rows:
-                out.write(dumps_line(row.to_ui_message()))
+            # As every client sees them (MF-011): reserved parts projected, suspensions joined.
+            for message in messages_out(rows):
+                out.write(dumps_line(message))
             out.flush()
         for row in rows:
             for note in step_notes(row.diagnostics or {}):
