@@ -35,9 +35,9 @@ def _cancel(run: Run) -> str:
     if not run.is_active:
         raise ActionConflict(f"the run has ended ({run.status}): nothing to cancel")
     done = services.cancel_run(Identity(scope_key=run.scope_key), run.id)
-    if done.status == Run.Status.RUNNING:
-        return f"Cancel requested for run {run.id}: its worker stops at once."
-    return f"Run {run.id} cancelled."
+    if done.status == Run.Status.CANCELLED:
+        return f"Run {run.id} cancelled."
+    return f"Cancel requested for run {run.id} ({done.status}): it ends cancelled shortly."
 
 
 def _recover(run: Run) -> str:

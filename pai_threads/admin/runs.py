@@ -54,7 +54,6 @@ class RunAdmin(RunOperations, ReadOnlyAdmin):
     )
     private_fields = ("error_pretty", "private_metadata_pretty")
     inlines = [RunAttemptInline, StepInline]
-    actions = ["cancel_runs", "redispatch_stalled"]
 
     usage_pretty = json_display("usage", "usage")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from pai_threads.errors import ActionConflict, NotFound
+from pai_threads.errors import ActionConflict, NotFound, ThreadBusy
 from pai_threads.executors import get_executor
 from pai_threads.identity import Identity
 from pai_threads.models import PendingAction, Run, Thread
@@ -104,8 +104,12 @@ def recover_run(run_id: str) -> str:
 
 
 def delete_as_operator(thread: Thread) -> list[str]:
-    """Delete a thread: its active runs are cancelled first (clients see them end, their
-    ``run_finished`` observers run), then the thread goes with everything in it."""
+    """Delete a thread, its active runs cancelled first (clients see them end, their
+    ``run_finished`` observers run); returns the ids of the runs cancelled.
+
+    A run that does not end at once (a running one stops at its worker's next check; a
+    waiting one may settle its tool calls in a short episode) is ThreadBusy: nothing is
+    deleted under a run still executing, and the operator deletes again once it ended."""
     identity = Identity(scope_key=thread.scope_key)
     active = list(Run.objects.active().filter(thread=thread).values_list("id", flat=True))
     for run_id in active:
@@ -113,5 +117,11 @@ def delete_as_operator(thread: Thread) -> list[str]:
             cancel_run(identity, run_id)
         except NotFound:
             continue  # ended and gone meanwhile
+    stopping = list(Run.objects.active().filter(thread=thread).values_list("id", flat=True))
+    if stopping:
+        raise ThreadBusy(
+            f"run(s) {', '.join(stopping)} were asked to cancel and are still stopping:"
+            " delete the thread once they have ended"
+        )
     delete_thread(identity, thread.id)
     return active

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission, User
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils import timezone
 
 from pai_agents import ScriptedModel, ScriptedStep, define_agent
 from pai_agents.engine.rewrites import dispatcher
@@ -28,6 +32,7 @@ from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
 from pai_threads.realtime.buffers import get_buffer
+from pai_threads.routing import websocket_urlpatterns
 from tests.support.agents import ask_user, transfer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -259,21 +264,29 @@ def test_rename_archive_trigger_and_delete_a_thread(
     page = operator.get(_url("thread_remove", doomed.id)).content.decode()
     assert waiting.id in page and "cancelled first" in page
     response = operator.post(_url("thread_remove", doomed.id), {"confirm": "1"}, follow=True)
+    if Thread.objects.filter(id=doomed.id).exists():  # the cancel settles in an episode
+        assert "still stopping" in _said(response)
+        assert wait_for_run(waiting.id).status == "cancelled"
+        response = operator.post(_url("thread_remove", doomed.id), {"confirm": "1"}, follow=True)
     assert "Deleted thread" in _said(response)
     assert not Thread.objects.filter(id=doomed.id).exists()
+    assert dispatcher().wait_idle()
     assert ("run_finished", waiting.id) in hooks.calls  # cancelled first (TH-041)
     assert "thread.deleted" in _live(doomed.id)
     assert LogEntry.objects.filter(object_id=doomed.id, action_flag=DELETION).exists()
 
 
-def test_cancel_and_recover_runs_through_the_runtime(operator: Client, hooks: Hooks) -> None:
+def test_cancel_and_recover_runs_through_the_runtime(
+    operator: Client, hooks: Hooks, wait_for_run: Callable[..., Run]
+) -> None:
     run = _waiting("approval")
     response = operator.post(_url("run_recover", run.id), {"confirm": "1"}, follow=True)
     assert "waits for its pending actions" in _said(response)
     response = operator.post(_url("run_cancel", run.id), {"confirm": "1"}, follow=True)
-    assert "cancelled" in _said(response)
-    assert Run.objects.get(id=run.id).status == "cancelled"
+    assert "cancel" in _said(response).lower()
+    assert wait_for_run(run.id).status == "cancelled"
     assert PendingAction.objects.get(run=run).status == "cancelled"
+    assert dispatcher().wait_idle()
     assert ("run_finished", run.id) in hooks.calls
     response = operator.post(
         "/admin/pai_threads/run/",
@@ -282,6 +295,35 @@ def test_cancel_and_recover_runs_through_the_runtime(operator: Client, hooks: Ho
     )
     assert "run has ended" in _said(response)
     assert len(_logged(run)) == 1
+
+
+def test_recover_re_dispatches_a_run_whose_lease_expired(
+    operator: Client, hooks: Hooks, wait_for_run: Callable[..., Run]
+) -> None:
+    """A run left running by a dead worker (lease expired) is re-dispatched as the sweeper
+    does, and completes; one whose lease is live is refused."""
+    thread = services.create_thread(OWNER, agent="operated")
+    sent = services.send(
+        OWNER, thread.id, {"parts": [{"type": "text", "text": "hi"}]}, dispatch=False
+    )
+    live = timezone.now() + timedelta(minutes=5)
+    Run.objects.filter(id=sent.run.id).update(
+        status=Run.Status.RUNNING, lease_owner="dead-worker", lease_expires_at=live
+    )
+    response = operator.post(_url("run_recover", sent.run.id), {"confirm": "1"}, follow=True)
+    assert "holds the run's lease" in _said(response)
+    Run.objects.filter(id=sent.run.id).update(
+        lease_expires_at=timezone.now() - timedelta(minutes=5)
+    )
+    response = operator.post(
+        "/admin/pai_threads/run/",
+        {"action": "recover_runs", "_selected_action": [sent.run.id]},
+        follow=True,
+    )
+    assert "re-dispatched" in _said(response)
+    assert wait_for_run(sent.run.id).status == "completed"
+    assert ("run_finished", sent.run.id) in hooks.calls
+    assert any("re-dispatched" in m for m in _logged(Run.objects.get(id=sent.run.id)))
 
 
 def test_operator_actions_need_the_built_in_permissions(hooks: Hooks) -> None:
@@ -301,3 +343,43 @@ def test_operator_actions_need_the_built_in_permissions(hooks: Hooks) -> None:
     assert Run.objects.get(id=run.id).status == "waiting"
     assert PendingAction.objects.get(id=action.id).status == "pending"
     assert not LogEntry.objects.exists()
+
+
+async def _frames_until(ws: Any, wanted: str) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    while not frames or frames[-1].get("type") != wanted:
+        frames.append(await ws.receive_json_from(timeout=10))
+    return frames
+
+
+async def test_a_connected_websocket_client_sees_the_operator_actions(
+    hooks: Hooks, wait_for_run: Callable[..., Run]
+) -> None:
+    """A real ThreadConsumer (channels' communicator) subscribed to the thread receives what an
+    operator's approval and rename publish, live."""
+    owner = await sync_to_async(User.objects.create_user)("olga", "o@example.com", "pw")
+    identity = Identity(scope_key=f"user:{owner.pk}", data={"userId": str(owner.pk)})
+    thread = await sync_to_async(services.create_thread)(identity, agent="operated")
+    sent = await sync_to_async(services.send)(
+        identity, thread.id, {"parts": [{"type": "text", "text": "approval"}]}, dispatch=False
+    )
+    await aexecute_run(sent.run.id)
+    operator = await sync_to_async(_staff)("op", "change_thread", "change_pendingaction")
+    action, url = await sync_to_async(_answer_url)(sent.run)
+
+    ws = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/pai/threads/{thread.id}/")
+    ws.scope["user"] = owner
+    connected, _ = await ws.connect()
+    assert connected
+    await _frames_until(ws, "snapshot")
+    try:
+        await sync_to_async(operator.post)(url, {"approved": "true"})
+        answered = await _frames_until(ws, "message.committed")
+        assert answered[-1]["message"]["id"] == action.message_id
+        await sync_to_async(operator.post)(_url("thread_rename", thread.id), {"title": "Live"})
+        updated = await _frames_until(ws, "thread.updated")
+        while updated[-1]["thread"]["title"] != "Live":
+            updated = await _frames_until(ws, "thread.updated")
+        assert (await sync_to_async(wait_for_run)(sent.run.id)).status == "completed"
+    finally:
+        await ws.disconnect()
