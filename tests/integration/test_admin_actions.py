@@ -383,3 +383,22 @@ async def test_a_connected_websocket_client_sees_the_operator_actions(
         assert (await sync_to_async(wait_for_run)(sent.run.id)).status == "completed"
     finally:
         await ws.disconnect()
+
+
+def test_every_operator_page_renders_and_links_from_the_change_pages(
+    operator: Client, hooks: Hooks
+) -> None:
+    run = _waiting("approval")
+    action, answer = _answer_url(run)
+    thread_page = operator.get(_url("thread_change", run.thread_id)).content.decode()
+    for name in ("thread_rename", "thread_archive", "thread_trigger", "thread_remove"):
+        url = _url(name, run.thread_id)
+        assert url in thread_page and operator.get(url).status_code == 200, name
+    assert answer in thread_page
+    assert answer in operator.get(_url("pendingaction_change", action.id)).content.decode()
+    run_page = operator.get(_url("run_change", run.id)).content.decode()
+    for name in ("run_cancel", "run_recover"):
+        url = _url(name, run.id)
+        assert url in run_page and operator.get(url).status_code == 200, name
+    response = operator.get(_url("run_cancel", "no such run"), follow=True)
+    assert response.status_code == 200 and "not found" in _said(response)
