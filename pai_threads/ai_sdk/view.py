@@ -12,6 +12,9 @@ the same view of stored messages, for the initial ``messages`` of ``useChat``
   steps' parts in order, the steps' metadata merged in order as the SDK merges
   ``message-metadata`` (``metadata.pai`` is then the last step's), plus
   ``metadata.pai.messageIds``, the stored ids of the steps;
+* a user message steered into a run between its steps stays inside that run's message, as
+  the SDK's ``steering-message`` part (the stream sends it as that chunk), where
+  ``convertToModelMessages`` keeps it as a user turn;
 * the open message of a run still streaming is left out: ``resumeStream`` (``GET
   .../stream``) brings it, replayed onto the run's committed steps;
 * other messages are unchanged.
@@ -25,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pai_agents.messages.reducer import merge_metadata
-from pai_threads.events.ui_stream import step_metadata
+from pai_threads.events.ui_stream import is_steering, steering_part, step_metadata
 
 __all__ = ["chat_messages", "run_of"]
 
@@ -45,6 +48,10 @@ def chat_messages(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     group_run: str | None = None
     for message in messages:
+        if group_run is not None and is_steering(message, group_run):
+            # Steered between the run's steps: stays inside its one message, as streamed.
+            out[-1]["parts"] = [*out[-1]["parts"], steering_part(message)]
+            continue
         if message.get("role") != "assistant":
             out.append(message)
             group_run = None

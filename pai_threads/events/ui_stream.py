@@ -34,7 +34,14 @@ from typing import Any
 from pai_agents.messages.suspension_parts import SUSPENSION_PART, suspension_chunks
 from pai_agents.messages.types import UIMessageChunk
 
-__all__ = ["STREAMING_STATUSES", "UIStream", "step_end", "step_metadata"]
+__all__ = [
+    "STREAMING_STATUSES",
+    "UIStream",
+    "is_steering",
+    "steering_part",
+    "step_end",
+    "step_metadata",
+]
 
 STREAMING_STATUSES = frozenset({"queued", "running"})
 
@@ -98,6 +105,10 @@ class UIStream:
         if self.per_step or not isinstance(message, dict):
             return []
         pai = (message.get("metadata") or {}).get("pai") or {}
+        if is_steering(message, self.run_id):
+            # Input steered into the run between its steps: inside the one client message,
+            # where the SDK (and convertToModelMessages) keep it as a user turn.
+            return [steering_part(message)] if self._opened else []
         if message.get("role") != "assistant" or pai.get("runId") != self.run_id:
             return []
         if str(message["id"]) not in self.message_ids:
@@ -231,3 +242,31 @@ def step_metadata(step: Mapping[str, Any], message_ids: Sequence[str]) -> dict[s
     metadata = dict(step.get("metadata") or {})
     metadata["pai"] = {**(metadata.get("pai") or {}), "messageIds": list(message_ids)}
     return metadata
+
+
+def is_steering(message: Mapping[str, Any], run_id: str | None) -> bool:
+    """Whether ``message`` is user input of run ``run_id`` (its input or steered into it)."""
+    pai = (message.get("metadata") or {}).get("pai") or {}
+    return (
+        run_id is not None
+        and message.get("role") == "user"
+        and pai.get("runId") == run_id
+        and pai.get("relation") == "input"
+    )
+
+
+_STEERING_FIELDS = {
+    "text": ("type", "text", "providerMetadata"),
+    "file": ("type", "mediaType", "url", "filename", "providerReference", "providerMetadata"),
+}
+
+
+def steering_part(message: Mapping[str, Any]) -> UIMessageChunk:
+    """A user message steered into a run as the AI SDK's ``steering-message`` (the chunk
+    and the part it folds to are the same object): its text and file parts."""
+    parts = [
+        {k: part[k] for k in _STEERING_FIELDS[part["type"]] if k in part}
+        for part in message.get("parts") or []
+        if part.get("type") in _STEERING_FIELDS
+    ]
+    return {"type": "steering-message", "id": str(message["id"]), "parts": parts}

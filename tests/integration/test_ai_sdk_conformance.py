@@ -9,7 +9,9 @@ messages go through too (ToolData and suspension records joined onto their tool 
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from pai_agents.messages.projection import client_message
 from pai_threads.ai_sdk.view import chat_messages
 from tests.support.ai_sdk import ChatResult, read_ui_message_stream, run_chat_as
-from tests.support.realtime import server_fixture
+from tests.support.realtime import recv_until, server_fixture
 from tests.support.server import Browser, DaphneServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -294,3 +296,48 @@ async def test_loading_view_groups_each_run(server: DaphneServer) -> None:
         view = await loaded(alice, thread_id)
     assert view == chat_messages(stored)
     assert [m["role"] for m in view] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_steering_stays_in_the_run_message_live_and_after_reload(
+    server: DaphneServer, tmp_path: Path
+) -> None:
+    """A message steered into the run while its tool runs (another client's send, policy
+    ``steer``) is stored between the run's steps; useChat shows it inside the run's one
+    message as a ``steering-message`` part, live and after a reload (the loading view no
+    longer splits the run in two)."""
+    gate = tmp_path / "go"
+    async with Browser(server) as alice:
+        thread_id = await alice.create_thread("reporter")
+        async with alice.websocket(thread_id) as ws:
+            await recv_until(ws, lambda f: f["type"] == "synced")
+            chat = asyncio.create_task(
+                run_chat_as(alice, thread_id, [{"op": "send", "text": f"report {gate}"}])
+            )
+            await recv_until(
+                ws,
+                lambda f: (
+                    f["type"] == "generation.message.chunk"
+                    and f["chunk"]["type"] == "data-pai-tool-data"
+                ),
+            )
+            steer = await alice.api(
+                "POST", f"/threads/{thread_id}/messages", {"text": "also this", "policy": "steer"}
+            )
+            assert steer.status_code == 202, steer.text
+            gate.touch()
+            result = await chat
+        after = await loaded(alice, thread_id)
+        stored = await alice.messages(thread_id)
+    assert result.errors == [], result.errors
+    assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant", "assistant"]
+    assert_live_equals_loaded(result, after)
+    assert [m["role"] for m in after] == ["user", "assistant"]
+    [steering] = [p for p in after[-1]["parts"] if p["type"] == "steering-message"]
+    assert steering == {
+        "type": "steering-message",
+        "id": stored[2]["id"],
+        "parts": [{"type": "text", "text": "also this"}],
+    }
+    assert after[-1]["metadata"]["pai"]["messageIds"] == [
+        m["id"] for m in stored if m["role"] == "assistant"
+    ]

@@ -50,7 +50,10 @@ def _respond(request: ModelRequest) -> ScriptedStep:
         return ScriptedStep(text="Reported.")
     text = " ".join(p.get("text", "") for p in last["content"] if p.get("type") == "text")
     path = text.split("report ", 1)[-1].strip() if "report " in text else ""
-    call = ScriptedToolCall(name="report", input={"wait_for": path}, id="c1")
+    # A call id per call of the thread (c1, c2, ...): a run that calls again after steered
+    # input has distinct calls, as a real model's.
+    calls = sum(1 for m in request.messages if m["role"] == "tool")
+    call = ScriptedToolCall(name="report", input={"wait_for": path}, id=f"c{calls + 1}")
     return ScriptedStep(tool_calls=[call])
 
 
