@@ -8,6 +8,8 @@ Both need the built-in "change run" permission and are written to the admin's hi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -72,10 +74,12 @@ class RunOperations(admin.ModelAdmin):
     def recover_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         self._each(request, queryset, _recover)
 
-    def _each(self, request: HttpRequest, queryset: QuerySet[Run], act: object) -> None:
+    def _each(
+        self, request: HttpRequest, queryset: QuerySet[Run], act: Callable[[Run], str]
+    ) -> None:
         for run in queryset:
             try:
-                done = act(run)  # type: ignore[operator]
+                done = act(run)
             except REFUSALS as exc:
                 messages.error(request, f"Run {run.id} refused: {exc}")
                 continue
@@ -88,12 +92,14 @@ class RunOperations(admin.ModelAdmin):
     def recover_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return self._page(request, object_id, "Recover run", _recover)
 
-    def _page(self, request: HttpRequest, object_id: str, title: str, act: object) -> HttpResponse:
+    def _page(
+        self, request: HttpRequest, object_id: str, title: str, act: Callable[[Run], str]
+    ) -> HttpResponse:
         run = guarded(self, request, object_id, (Run, "change"))
         if run is None:
             return to_changelist(self)
         if request.method == "POST":
-            operation(self, request, run, lambda: act(run))  # type: ignore[operator]
+            operation(self, request, run, lambda: act(run))
             return HttpResponseRedirect(change_url(run))
         facts = [("status", run.status), ("lease until", run.lease_expires_at or "—")]
         return render_page(self, request, run, title=title, facts=facts)
