@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from pai_agents.capabilities import resolve_bindings
+from pai_agents.engine.cancelled import settle_cancelled
 from pai_agents.engine.endings import end_dropping_open, fail_run, finish_run
 from pai_agents.engine.model_step import run_model_step
 from pai_agents.engine.resume import resume_last_message
@@ -39,6 +40,8 @@ async def run_episode_loop(state: RunState) -> RunOutcome:
     """Set the episode up and run its steps; LeaseLost propagates (nothing to write)."""
     try:
         state.bind(await state.agent.build_runtime_context(state.behavior))
+        if state.claim.cancel_requested and not state.claim.last_message_open:
+            return await settle_cancelled(state)  # LC-137: cancelled while it waited
         if state.agent.capabilities:
             state.capabilities = await resolve_bindings(
                 state.agent.capabilities, state.capability_bindings, state.behavior

@@ -153,6 +153,7 @@ class InMemoryThreadStore:
                     if run_id == run.id and action["status"] == "executing"
                 ),
                 started_at=run.started_at,
+                cancel_requested=run.cancel_requested,
             )
 
     def _fenced(self, lease: Lease, *, renewal: bool = False) -> MemoryRun:

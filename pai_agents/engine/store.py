@@ -88,6 +88,9 @@ class ClaimedRun:
     # The logical run's start: stored by the run's first claim and unchanged by every later
     # one (resume, recovery), so hooks see one ``run.started_at`` per run (LC-007).
     started_at: datetime | None = None
+    # A cancel was requested before this claim (a waiting run whose agent has tool hooks is
+    # cancelled by an episode that settles its calls through after_tool_result, LC-137).
+    cancel_requested: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,11 @@ from functools import partial
 from django.db import transaction
 from django.utils import timezone
 
-from pai_agents.engine.cancelled import cancelled_run_finished, observes_run_finished
+from pai_agents.engine.cancelled import (
+    cancelled_run_finished,
+    observes_run_finished,
+    observes_tool_results,
+)
 from pai_agents.engine.rewrites import dispatcher
 from pai_agents.engine.tool_calls import open_tool_parts, settle_chunk
 from pai_agents.messages.reducer import MessageReducer
@@ -19,7 +23,7 @@ from pai_threads.execution import cancellation, registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run
 from pai_threads.services.input_guard import lookup_id
-from pai_threads.store.admission import admit_next, lock_thread
+from pai_threads.store.admission import admit_next, dispatch_after_commit, lock_thread
 
 __all__ = ["cancel_locked", "cancel_run"]
 
@@ -61,18 +65,47 @@ def cancel_locked(run: Run) -> None:
         return
     if run.status not in (Run.Status.QUEUED, Run.Status.WAITING):
         return
+    if run.status == Run.Status.QUEUED and run.cancel_requested_at is not None:
+        return  # already being cancelled: its episode settles and ends it (LC-137)
     waiting = run.status == Run.Status.WAITING
     message = None
     if waiting:
         PendingAction.objects.filter(run=run, status=PendingAction.Status.PENDING).update(
             status=PendingAction.Status.CANCELLED, resolved_at=now
         )
-        message = _settle_waiting_message(run)
+        row = _waiting_row(run)
+        if row is not None and _settles_in_episode(run, row):
+            # LC-137: the cancel results pass after_tool_result in a short episode, which
+            # stores and streams them and ends the run cancelled (then admits the queue).
+            Run.objects.filter(pk=run.pk).update(
+                status=Run.Status.QUEUED,
+                cancel_requested_at=now,
+                lease_owner="",
+                lease_expires_at=None,
+            )
+            dispatch_after_commit(run.id)
+            return
+        message = _settle_waiting_message(row) if row is not None else None
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.CANCELLED, finished_at=now, lease_owner="", lease_expires_at=None
     )
     admit_next(run.thread_id)
     _run_finished_after_commit(run, message, continuation=waiting)
+
+
+def _waiting_row(run: Run) -> Message | None:
+    """The waiting run's last step message (the one with the unanswered calls)."""
+    return Message.objects.filter(run=run, step_index__isnull=False).order_by("-step_index").first()
+
+
+def _settles_in_episode(run: Run, row: Message) -> bool:
+    """Open tool calls whose agent overrides after_tool_result (LC-137)."""
+    try:
+        agent = registry.get_agent(run.agent_name)
+    except LookupError:
+        return False  # an agent no longer registered: nothing can run its hooks
+    message = UIMessage(id=row.message_id, role="assistant", parts=row.parts)
+    return observes_tool_results(agent) and next(iter(open_tool_parts(message)), None) is not None
 
 
 def _run_finished_after_commit(run: Run, message: UIMessage | None, *, continuation: bool) -> None:
@@ -96,12 +129,9 @@ def _run_finished_after_commit(run: Run, message: UIMessage | None, *, continuat
     transaction.on_commit(lambda: dispatcher().submit(run.thread_id, job))
 
 
-def _settle_waiting_message(run: Run) -> UIMessage | None:
+def _settle_waiting_message(row: Message) -> UIMessage:
     """A cancelled waiting run leaves no unanswered tool call behind (transcript integrity);
     returns the settled message."""
-    row = Message.objects.filter(run=run, step_index__isnull=False).order_by("-step_index").first()
-    if row is None:
-        return None
     reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
     for part in list(open_tool_parts(reducer.message)):
         reducer.apply(settle_chunk(part["toolCallId"], "cancel"))

@@ -62,4 +62,5 @@ def claimed_run(run: Run, lease: Lease) -> ClaimedRun:
         last_message_open=bool(last and last.status == Message.Status.OPEN),
         executing_tool_calls=executing,
         started_at=run.started_at,
+        cancel_requested=run.cancel_requested_at is not None,  # LC-137: settle, then end
     )

@@ -96,7 +96,8 @@ _RUN_FIELDS = model_fields(
     ),
 )
 _CLAIM_FIELDS = _RUN_FIELDS + model_fields(
-    Run, ("agent_name", "scope_key", "identity", "client_data", "lease_token")
+    Run,
+    ("agent_name", "scope_key", "identity", "client_data", "lease_token", "cancel_requested_at"),
 )
 _MESSAGE_FIELDS = model_fields(Message, MESSAGE_COLUMNS)
 
