@@ -104,7 +104,7 @@ def _check(run: Run, seen: list[Any], finished: list[Any]) -> Message:
     ]
     assert {p["state"] for p in tools} == {"output-error"}
     assert dispatcher().wait_idle(timeout=30)
-    [done] = finished
+    [done] = [f for f in finished if f.run_id == run.id]
     assert (done.status, done.run_status, done.continuation) == ("aborted", "cancelled", True)
     return row
 
@@ -155,10 +155,17 @@ def test_lc_137_cancel_of_a_waiting_run_passes_after_tool_result_once(
 def test_lc_137_through_the_executor(
     alice: Identity, monkeypatch: pytest.MonkeyPatch, wait_for_run: Any
 ) -> None:
-    """The same through the configured executor (the cancel dispatches the episode)."""
+    """The same through the configured executor (the cancel dispatches the episode); input
+    queued behind the waiting run is admitted once the episode has ended it."""
     seen: list[Any] = []
     finished: list[Any] = []
     run = _waiting_run(alice, monkeypatch, _agent(seen, finished))
+    later = {"id": "later", "role": "user", "parts": [{"type": "text", "text": "next"}]}
+    queued = services.send(alice, run.thread_id, later, dispatch=False).queue_item
+    assert queued is not None
     services.cancel_run(alice, run.id)
     assert wait_for_run(run.id).status == "cancelled"
     _check(run, seen, finished)
+    queued.refresh_from_db()
+    assert queued.status == "admitted" and queued.run_id != run.id
+    wait_for_run(str(queued.run_id))
