@@ -8,6 +8,7 @@ replay buffer that websocket clients read holds the events, and the admin's hist
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -72,8 +73,14 @@ class Hooks:
     def history_rewritten(self, input: Any) -> None:
         self.calls.append(("history_rewritten", input.rewrite.kind))
 
-    def names(self) -> list[str]:
-        return [name for name, _ in self.calls]
+    def saw(self, call: tuple[str, Any], timeout: float = 30.0) -> bool:
+        """Whether ``call`` was recorded, waiting for it: run_finished runs after the run's
+        end is written, on the executor's or the post-commit dispatcher's thread."""
+        deadline = time.monotonic() + timeout
+        while call not in self.calls and time.monotonic() < deadline:
+            dispatcher().wait_idle()
+            time.sleep(0.02)
+        return call in self.calls
 
 
 @pytest.fixture
@@ -166,7 +173,7 @@ def test_an_operator_approves_a_pending_action_and_the_run_resumes(
     assert action.status in ("submitted", "executing")  # the resumed run may have taken it
     assert action.submitted_by["manual"].startswith("operator:op#")
     assert wait_for_run(run.id).status == "completed"
-    assert ("after_tool_result", "resume") in hooks.calls and "run_finished" in hooks.names()
+    assert ("after_tool_result", "resume") in hooks.calls and hooks.saw(("run_finished", run.id))
     assert "message.committed" in _live(run.thread_id) and "run.status" in _live(run.thread_id)
     assert any("as an operator" in m for m in _logged(Thread.objects.get(id=run.thread_id)))
 
@@ -226,8 +233,7 @@ def test_hiding_a_message_from_the_context_is_the_visibility_rewrite(
     assert "hidden from the context" in _said(response)
     message.refresh_from_db()
     assert (message.in_transcript, message.in_context) == (True, False)
-    assert dispatcher().wait_idle()
-    assert ("history_rewritten", "visibility") in hooks.calls
+    assert hooks.saw(("history_rewritten", "visibility"))
     assert "thread.updated" in _live(run.thread_id)
     assert any("visibility rewrite" in m for m in _logged(message))
 
@@ -270,8 +276,7 @@ def test_rename_archive_trigger_and_delete_a_thread(
         response = operator.post(_url("thread_remove", doomed.id), {"confirm": "1"}, follow=True)
     assert "Deleted thread" in _said(response)
     assert not Thread.objects.filter(id=doomed.id).exists()
-    assert dispatcher().wait_idle()
-    assert ("run_finished", waiting.id) in hooks.calls  # cancelled first (TH-041)
+    assert hooks.saw(("run_finished", waiting.id))  # cancelled first (TH-041)
     assert "thread.deleted" in _live(doomed.id)
     assert LogEntry.objects.filter(object_id=doomed.id, action_flag=DELETION).exists()
 
@@ -286,8 +291,7 @@ def test_cancel_and_recover_runs_through_the_runtime(
     assert "cancel" in _said(response).lower()
     assert wait_for_run(run.id).status == "cancelled"
     assert PendingAction.objects.get(run=run).status == "cancelled"
-    assert dispatcher().wait_idle()
-    assert ("run_finished", run.id) in hooks.calls
+    assert hooks.saw(("run_finished", run.id))
     response = operator.post(
         "/admin/pai_threads/run/",
         {"action": "cancel_runs", "_selected_action": [run.id]},
@@ -322,7 +326,7 @@ def test_recover_re_dispatches_a_run_whose_lease_expired(
     )
     assert "re-dispatched" in _said(response)
     assert wait_for_run(sent.run.id).status == "completed"
-    assert ("run_finished", sent.run.id) in hooks.calls
+    assert hooks.saw(("run_finished", sent.run.id))
     assert any("re-dispatched" in m for m in _logged(Run.objects.get(id=sent.run.id)))
 
 
