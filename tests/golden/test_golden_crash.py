@@ -111,10 +111,10 @@ async def operator(server: DaphneServer) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def redispatch_stalled(client: httpx.AsyncClient, run_id: str) -> None:
-    """The admin's "Re-dispatch all stalled runs (sweeper)" action."""
+async def recover_stalled(client: httpx.AsyncClient, run_id: str) -> None:
+    """The admin's "Recover the selected stalled runs" action."""
     form = {
-        "action": "redispatch_stalled",
+        "action": "recover_runs",
         "_selected_action": run_id,
         "index": "0",
         "csrfmiddlewaretoken": client.cookies["csrftoken"],
@@ -165,7 +165,7 @@ async def record_crash(servers: Servers, transport: str) -> dict[str, Any]:
                 assert resumed.status == 200, resumed.status
             await sync_to_async(_expire_lease)(run_id)
             async with operator(second) as admin:
-                await redispatch_stalled(admin, run_id)
+                await recover_stalled(admin, run_id)
             assert gates.release_held() == [run_id]
             if resumed is not None:
                 await resumed.read_until(lambda item: item == "[DONE]")
