@@ -122,7 +122,12 @@ def delete_thread(identity: Identity, thread_id: str) -> list[str]:
         # The thread lock: a concurrent send or run end either finishes before the delete
         # or finds the thread gone (NotFound), never half of it.
         lock_thread(thread.id)
-        active = list(Run.objects.active().filter(thread=thread).values_list("id", flat=True))
+        # Then its runs: a claim (which inserts the run's attempt row) or a fenced write of
+        # a worker either committed before the rows to delete are read, or waits for this
+        # commit and finds no run (RunNotFound, LeaseLost). Unlocked, a claim between the
+        # cascade's DELETE of the attempts and of the runs failed this commit.
+        runs = Run.objects.select_for_update().filter(thread=thread).order_by("pk")
+        active = [pk for pk, status in runs.values_list("id", "status") if status in Run.ACTIVE]
         stored = list(File.objects.filter(thread=thread).values_list("storage_name", flat=True))
         Thread.objects.filter(pk=thread.pk).delete()
         for run_id in active:
