@@ -12,6 +12,14 @@ from pai_agents.capabilities import (
     capability,
     capability_factory,
 )
+from pai_agents.commands import (
+    Command,
+    CommandContext,
+    CommandError,
+    CommandRun,
+    command,
+    define_command,
+)
 from pai_agents.define import define_agent
 from pai_agents.engine import (
     ClaimedRun,
@@ -50,6 +58,10 @@ __all__ = [
     "CapabilityBindingError",
     "CapabilityFactory",
     "ClaimedRun",
+    "Command",
+    "CommandContext",
+    "CommandError",
+    "CommandRun",
     "EventSink",
     "FileProvider",
     "FileRef",
@@ -81,7 +93,9 @@ __all__ = [
     "Usage",
     "capability",
     "capability_factory",
+    "command",
     "define_agent",
+    "define_command",
     "run_sync",
     "tool",
     "use_sync_runner",

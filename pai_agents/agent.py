@@ -29,6 +29,7 @@ from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection, 
 from pai_agents.tools import Tool
 
 if TYPE_CHECKING:
+    from pai_agents.commands import Command
     from pai_agents.reasoning_summary import ReasoningSummary
     from pai_agents.titles import ThreadTitles
 
@@ -131,8 +132,11 @@ class AgentDefinition:
     # Tool calls executed per model step (the rest get an error result); None: the engine's
     # default (PAI["MAX_TOOL_CALLS_PER_STEP"]).
     max_tool_calls_per_step: int | None = None
-    # What the tools need the project to bind, by capability id (AD-062); a runtime for the
-    # agent requires a binding for each (AD-063). Folded by define_agent.
+    # Commands by name (docs/commands.md): the full registry, server-only ones included; the
+    # manifest lists only the exposed ones (AD-075).
+    commands: Mapping[str, Command] = field(default_factory=dict)
+    # What the tools and commands need the project to bind, by capability id (AD-062); a
+    # runtime for the agent requires a binding for each (AD-063). Folded by define_agent.
     capabilities: Mapping[str, Capability] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -144,10 +148,12 @@ class AgentDefinition:
         )
 
     def manifest(self) -> dict[str, Any]:
-        """A JSON-serializable description: name, version and the tools the model may see.
+        """A JSON-serializable description: name, version, the tools the model may see and
+        the commands clients may call.
 
         Provider tools are listed by name only: a definition may carry credentials (an MCP
-        server's headers, say), which the manifest must never hold (AD-076).
+        server's headers, say), which the manifest must never hold (AD-076). Commands are
+        keyed by name, client-exposed ones only, without schemas (AD-075, AD-076).
         """
         return {
             "name": self.name,
@@ -158,6 +164,7 @@ class AgentDefinition:
             "providerTools": list(self.provider_tools),
             "threadTitles": self.thread_titles is not None,
             "reasoningSummary": self.reasoning_summary is not None,
+            "commands": {k: c.manifest() for k, c in self.commands.items() if c.exposed},
         }
 
     def validate_identity(self, identity: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pai_agents.agent import (
 )
 from pai_agents.behavior import AgentDefinitionError
 from pai_agents.capabilities import fold_capabilities
+from pai_agents.commands import Command, command_map
 from pai_agents.definition_checks import (
     check_basics,
     check_instructions,
@@ -64,6 +65,7 @@ def define_agent(
     reasoning_summary: bool | ReasoningSummary | None = None,
     max_retries: int | None = None,
     max_tool_calls_per_step: int | None = None,
+    commands: Iterable[Command] | Mapping[str, Command] = (),
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -104,6 +106,11 @@ def define_agent(
     (``ModelError.retryable``: connection errors, 429, 5xx), with exponential backoff;
     ``max_tool_calls_per_step`` bounds the tool calls executed per step. None takes the
     engine's defaults (``PAI["MODEL_MAX_RETRIES"]``, ``PAI["MAX_TOOL_CALLS_PER_STEP"]``).
+
+    ``commands`` registers :func:`~pai_agents.commands.command` operations clients or server
+    code call on a thread (docs/commands.md): names unique and distinct from the tools',
+    metadata-aware ones bound to this very ``run_metadata`` object (AD-036). Their
+    capabilities are folded with the tools' into ``definition.capabilities`` (AD-062).
     """
     check_basics(name, send_policy, max_steps, version)
     check_limits(name, max_retries=max_retries, max_tool_calls_per_step=max_tool_calls_per_step)
@@ -122,9 +129,15 @@ def define_agent(
         message_metadata=message_metadata,
     )
     provider_map = provider_tool_map(name, provider_tools, tool_map)
+    command_by_name = command_map(name, commands, tools=tool_map, run_metadata=run_metadata)
+    operations = [
+        *((key, tool.capabilities) for key, tool in tool_map.items()),
+        *((f"command {key}", item.capabilities) for key, item in command_by_name.items()),
+    ]
     return AgentDefinition(
         name=name,
-        version=version or default_version(name, tool_map, max_steps, provider_map),
+        version=version
+        or default_version(name, tool_map, max_steps, provider_map, command_by_name),
         description=description,
         instructions=instructions,
         model=model,
@@ -146,7 +159,6 @@ def define_agent(
         reasoning_summary=reasoning_summary_option(name, reasoning_summary),
         max_retries=max_retries,
         max_tool_calls_per_step=max_tool_calls_per_step,
-        capabilities=fold_capabilities(
-            name, ((key, tool.capabilities) for key, tool in tool_map.items())
-        ),
+        commands=command_by_name,
+        capabilities=fold_capabilities(name, operations),
     )

@@ -204,6 +204,7 @@ def default_version(
     tools: Mapping[str, Tool],
     max_steps: int,
     provider_tools: Mapping[str, ProviderTool],
+    commands: Mapping[str, Any] | None = None,
 ) -> str:
     """A stable version PAI supplies when the application gives none (AD-002): a
     fingerprint of the definition's declared surface."""
@@ -214,5 +215,14 @@ def default_version(
     }
     if provider_tools:  # only then, so existing fingerprints stay as they were
         surface["providerTools"] = {k: dict(t.definition) for k, t in provider_tools.items()}
+    if commands:  # likewise: a command's shape is part of the surface
+        surface["commands"] = {
+            key: {
+                **item.manifest(),
+                "exposed": item.exposed,
+                "inputSchema": item.input_model.model_json_schema(),
+            }
+            for key, item in sorted(commands.items())
+        }
     digest = hashlib.sha256(json.dumps(surface, sort_keys=True, default=str).encode())
     return f"pai-{digest.hexdigest()[:12]}"
