@@ -113,6 +113,7 @@ class Run(models.Model):
         TRIGGER = "trigger"
         REGENERATE = "regenerate"
         RESUME = "resume"
+        COMMAND = "command"  # started by an agent command (docs/commands.md)
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
 

@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field
 
 from pai_threads import services
 from pai_threads.api.auth import IdentityAuth, request_identity
+from pai_threads.api.commands import router as commands_router
 from pai_threads.api.envelope import exception_response
 from pai_threads.api.files import router as files_router
 from pai_threads.api.openapi import PaiNinjaAPI
@@ -61,6 +62,7 @@ api = PaiNinjaAPI(
 )
 api.add_router("/files", files_router)
 api.add_router("/", usage_router)
+api.add_router("/", commands_router)
 # ninja's own handlers (and its DEBUG traceback page) replaced: one envelope for all.
 for _error_class in (Exception, Http404, HttpError, NinjaValidationError):
     api.add_exception_handler(_error_class, exception_response)

@@ -84,7 +84,14 @@ def describe(exc: BaseException) -> ErrorInfo:
     """The error a client gets for ``exc``; logs what the operators need to see."""
     if isinstance(exc, PaiError):
         retry = exc.retry_after if isinstance(exc, ServiceUnavailable) else None
-        return ErrorInfo(status=exc.status, code=exc.code, message=exc.message, retry_after=retry)
+        details = getattr(exc, "details", None)  # e.g. a command's input errors
+        return ErrorInfo(
+            status=exc.status,
+            code=exc.code,
+            message=exc.message,
+            details=details,
+            retry_after=retry,
+        )
     if isinstance(exc, NinjaValidationError):
         return ErrorInfo(
             status=422,

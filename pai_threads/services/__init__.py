@@ -2,7 +2,8 @@
 
 One module per job: :mod:`.threads` (create, rename, archive, delete, reads),
 :mod:`.sending` (a user message and the send policies), :mod:`.cancelling`,
-:mod:`.actions` (answering pending actions), :mod:`.regenerating` and :mod:`.triggers`.
+:mod:`.actions` (answering pending actions), :mod:`.regenerating`, :mod:`.triggers` and
+:mod:`.commands` (agent commands).
 Every function takes the caller's :class:`Identity` and filters by its ``scope_key``; a
 thread of another scope raises :class:`NotFound` exactly like a missing one.
 """
@@ -16,6 +17,13 @@ from pai_threads.services.actions import (
     submit_action,
 )
 from pai_threads.services.cancelling import cancel_run
+from pai_threads.services.commands import (
+    CommandFailed,
+    CommandInputInvalid,
+    CommandResult,
+    ainvoke_command,
+    invoke_command,
+)
 from pai_threads.services.regenerating import regenerate
 from pai_threads.services.sending import SEND_POLICIES, SendResult, send
 from pai_threads.services.threads import (
@@ -37,9 +45,13 @@ from pai_threads.store.rewrites import update_visibility
 __all__ = [
     "MAX_TITLE",
     "SEND_POLICIES",
+    "CommandFailed",
+    "CommandInputInvalid",
+    "CommandResult",
     "Page",
     "PendingActionView",
     "SendResult",
+    "ainvoke_command",
     "answered_message",
     "cancel_run",
     "create_thread",
@@ -48,6 +60,7 @@ __all__ = [
     "get_pending_action",
     "get_run",
     "get_thread",
+    "invoke_command",
     "list_actions",
     "list_messages",
     "list_queue",

@@ -60,6 +60,7 @@ def send(
     client_data: Mapping[str, Any] | None = None,
     policy: SendPolicy | None = None,
     dispatch: bool = True,
+    initiator: str = Run.Initiator.SEND,
 ) -> SendResult:
     """Store a user message and start a run for it, dispatched after commit.
 
@@ -70,7 +71,8 @@ def send(
     retry returns the original message (or queue item) and run, storing nothing twice.
 
     After commit, subscribers get what changed: the committed message, ``run.status`` and
-    the queue and actions (a retry publishes nothing).
+    the queue and actions (a retry publishes nothing). ``initiator`` records who started
+    the run (``command`` for an agent command; queued input keeps it until admitted).
     """
     thread = get_thread(identity, thread_id)
     message_id, parts, metadata = validate_user_message(message)
@@ -101,6 +103,8 @@ def send(
         "parts": parts,
         "metadata": metadata,
     }
+    if initiator != Run.Initiator.SEND:
+        payload["initiator"] = initiator  # read by admission; projections pick their keys
     if len(json_dumps(payload).encode("utf-8")) > pai_settings.MAX_MESSAGE_BYTES:
         raise PayloadTooLarge(f"the message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes")
     try:
@@ -124,6 +128,7 @@ def send(
                     thread=thread,
                     scope_key=thread.scope_key,
                     agent_name=thread.agent_name,
+                    initiator=initiator,
                     identity=trusted_identity,
                     client_data=data,
                     **run_metadata_defaults(agent),

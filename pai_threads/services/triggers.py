@@ -26,11 +26,13 @@ def trigger(
     *,
     client_data: Mapping[str, Any] | None = None,
     dispatch: bool = True,
+    initiator: str = Run.Initiator.TRIGGER,
 ) -> Run:
     """Start a run from trusted server code, without a user message (e.g. a schedule).
 
     Access checks come first (LC-068): another scope's thread is NotFound, identity or
-    client data failing the agent's schemas is InvalidInput, and nothing is stored."""
+    client data failing the agent's schemas is InvalidInput, and nothing is stored.
+    ``initiator``: ``command`` when an agent command starts the run."""
     thread = get_thread(identity, thread_id)
     agent = registry.get_agent(thread.agent_name)
     try:
@@ -46,7 +48,7 @@ def trigger(
             thread=thread,
             scope_key=thread.scope_key,
             agent_name=thread.agent_name,
-            initiator=Run.Initiator.TRIGGER,
+            initiator=initiator,
             identity=trusted_identity,
             client_data=data,
             **run_metadata_defaults(agent),

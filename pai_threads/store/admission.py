@@ -74,6 +74,7 @@ def admit_next(thread_id: str) -> Run | None:
         thread_id=thread_id,
         scope_key=item.scope_key,
         agent_name=agent_name,
+        initiator=item.message.get("initiator", Run.Initiator.SEND),
         identity=item.identity,
         client_data=item.client_data,
         **run_metadata_defaults(agent_name),

@@ -5,6 +5,8 @@ A command frame is ``{"type": <command>, "requestId"?: str, ...}``; the reply is
 echoing ``requestId``. A command that fails changes nothing: every check (field types,
 scope, stale views) comes before the service call, which is one transaction. Commands whose
 service does not exist in this version answer ``unsupported`` rather than pretending to work.
+The ``command`` frame calls one of the agent's own commands and is answered
+``command.result`` / ``command.error`` instead.
 """
 
 from __future__ import annotations
@@ -169,16 +171,48 @@ COMMANDS: dict[str, Callable[[Identity, str, Frame], Frame]] = {
 }
 
 
+async def _agent_command(identity: Identity, thread_id: str, frame: Frame) -> Frame:
+    """``{"type": "command", "name", "input"?, "clientData"?}``: one of the agent's exposed
+    commands (docs/commands.md), answered ``command.result`` or ``command.error``."""
+    request_id = request_id_of(frame)
+    echo: Frame = {"requestId": request_id} if request_id is not None else {}
+    name = frame.get("name")
+    try:
+        if not isinstance(name, str) or not name:
+            raise InvalidInput("'name' must be a non-empty string")
+        result = await services.ainvoke_command(
+            identity,
+            thread_id,
+            name,
+            frame.get("input"),
+            frame.get("clientData"),
+            exposed_only=True,
+        )
+    except Exception as exc:  # typed errors keep their code; a bug is logged by describe()
+        return {**exception_frame(exc, request_id), "type": "command.error"}
+    reply: Frame = {"type": "command.result", **echo, "name": result.command}
+    reply["output"] = result.output
+    if result.run is not None:
+        reply["run"] = run_public(result.run)
+    if result.message_public is not None:
+        reply["message"] = result.message_public
+    if result.queue_item is not None:
+        reply["queued"] = queue_item_public(result.queue_item)
+    return reply
+
+
 async def run_command(identity: Identity, thread_id: str, frame: Frame) -> Frame:
     """Execute one command frame; always returns the reply frame (never raises)."""
     kind = frame["type"]
     request_id = request_id_of(frame)
+    if kind == "command":
+        return await _agent_command(identity, thread_id, frame)
     handler = COMMANDS.get(kind)
     if handler is None:
         return error_frame(
             "unknown_command",
             f"unknown command {kind[:100]!r}",
-            details={"commands": [*sorted(COMMANDS), "ping", "resume", "sync"]},
+            details={"commands": [*sorted(COMMANDS), "command", "ping", "resume", "sync"]},
             request_id=request_id,
         )
     try:
