@@ -41,7 +41,6 @@ RANGE = re.compile(
 NOT_COVERED: dict[str, str] = {
     "AD-012": "deviation: thread ids are global primary keys (unique across partitions); "
     "a thread id of another partition is refused as not found (docs/concepts.md)",
-    "AD-036": "not built: there is no `define_command` yet",
     "AD-060": "not built: tools declare no context type, so `map_context` is optional "
     "(docs/reference/agents.md)",
     "AD-073": "deviation: client tools are agent tools without `execute`, not definitions "
