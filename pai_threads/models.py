@@ -175,6 +175,9 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["thread", "created_at"], name="pai_run_thread_created"),
             models.Index(fields=["status", "lease_expires_at"], name="pai_run_status_lease"),
+            # A scope's runs (budgets, usage roll-ups): an index-only scan, then each run's
+            # steps through pai_step_index_per_run.
+            models.Index(fields=["scope_key", "id"], name="pai_run_scope"),
         ]
 
     def __str__(self) -> str:
