@@ -51,7 +51,10 @@ def test_the_run_page_of_a_recovered_run_fits_1280_px(
     page.goto(f"{server.url}/admin/pai_threads/run/{story['run']}/change/")
 
     timeline = page.locator(".pai-attempt")
-    assert timeline.count() == 3
+    # On failure, say where the browser is and what the admin said (it redirects to its
+    # index with a message when the run is not found).
+    where = (page.url, page.locator(".messagelist").all_inner_texts(), story)
+    assert timeline.count() == 3, where
     first, recovery, resumed = (timeline.nth(i).inner_text() for i in range(3))
     assert "worker-a:4242:crashed" in first and "Lease Lost" in first
     assert "no step committed by this attempt" in first
