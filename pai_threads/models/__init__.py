@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from pai_agents.ids import new_id
+from pai_threads.models.attempts import RunAttempt
 
 __all__ = [
     "File",
@@ -186,37 +187,6 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
-
-
-class RunAttempt(models.Model):
-    """One claim of a run (lease, worker) and how it ended: docs/durability.md, attempts."""
-
-    class End(models.TextChoices):
-        COMPLETED = "completed"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
-        BLOCKED = "blocked"
-        WAITING = "waiting"
-        LEASE_LOST = "lease_lost"
-        TAKEN_OVER = "taken_over"
-
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts", db_index=False)
-    number = models.PositiveIntegerField()
-    worker = models.CharField(max_length=200)
-    lease_token = models.BigIntegerField()
-    claimed_at = models.DateTimeField()
-    ended_at = models.DateTimeField(null=True, blank=True)
-    ended = models.CharField(max_length=16, choices=End.choices, blank=True, default="")
-    reason = models.CharField(max_length=200, blank=True, default="")
-
-    class Meta:
-        ordering = ["run", "number"]
-        constraints = [
-            models.UniqueConstraint(fields=["run", "lease_token"], name="pai_attempt_per_lease")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.run_id} attempt {self.number}"
 
 
 class Message(models.Model):
