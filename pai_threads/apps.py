@@ -13,6 +13,7 @@ class PaiThreadsConfig(AppConfig):
         from pai_threads import checks  # noqa: F401  (registers system checks)
         from pai_threads.events.publishing import use_delivery
         from pai_threads.execution import capabilities  # noqa: F401  (capability check)
+        from pai_threads.observability import signals  # noqa: F401  (run_queued's receiver)
         from pai_threads.realtime import delivery
         from pai_threads.store.db import run_user_sync
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
+from pai_agents import tracing
 from pai_agents.capabilities import resolve_bindings
 from pai_agents.engine.cancelled import settle_cancelled
 from pai_agents.engine.endings import end_dropping_open, fail_run, finish_run
@@ -38,6 +39,20 @@ __all__ = ["run_episode_loop", "run_finished"]
 
 async def run_episode_loop(state: RunState) -> RunOutcome:
     """Set the episode up and run its steps; LeaseLost propagates (nothing to write)."""
+    claim = state.claim
+    with tracing.run_span(
+        run_id=claim.lease.run_id,
+        thread_id=claim.thread_id,
+        agent_name=claim.agent_name,
+        attempt=claim.attempt,
+    ) as span:
+        outcome = await _episode(state)
+        span.set(pai__run__status=outcome.status)
+        span.usage(outcome.usage or {}, None)
+        return outcome
+
+
+async def _episode(state: RunState) -> RunOutcome:
     try:
         state.bind(await state.agent.build_runtime_context(state.behavior))
         if state.claim.cancel_requested and not state.claim.last_message_open:

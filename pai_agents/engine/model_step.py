@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+from pai_agents import tracing
 from pai_agents.abort import Aborted
 from pai_agents.engine.endings import (
     abandon_step,
@@ -57,6 +58,11 @@ logger = logging.getLogger("pai.engine")
 async def run_model_step(state: RunState, index: int, reuse_id: str | None) -> RunOutcome | None:
     """Step ``index``; ``reuse_id`` names a dead attempt's open message produced again.
     Returns the run's outcome when the step ended it."""
+    with tracing.step_span(index):
+        return await _model_step(state, index, reuse_id)
+
+
+async def _model_step(state: RunState, index: int, reuse_id: str | None) -> RunOutcome | None:
     claim, lease = state.claim, state.lease
     started_at = datetime.now(UTC)
     step = StepInfo(step_id=new_id("stp"), index=index)
@@ -269,15 +275,22 @@ async def _attempt_step(
         model_request = to_model_request(effective, state.tool_specs)
         return await open_model_stream(effective.model, model_request, signal=effective.signal)
 
-    call = attempt.call = await run_model_call(state.lifecycle, request, provider)
-    # LC-128: a tool the effective request omitted cannot execute in this attempt.
-    attempt.translator = CanonicalStepTranslator(
-        {n: t for n, t in state.agent.tools.items() if call.may_execute(n)},
-        provider_tools=call.request.provider_tools,  # LC-127: the attempt's own
-    )
-    attempt.summaries = attach_reasoning_summaries(state, generation, attempt.translator)
-    attempt.started = True
-    summary = await _consume(state, step, call, generation, attempt.translator, restarted, facts)
+    model = request.model
+    with tracing.model_call_span(provider=model.provider, model_id=model.model_id) as span:
+        call = attempt.call = await run_model_call(state.lifecycle, request, provider)
+        # around_model_call may have chosen another model
+        span.set(gen_ai__request__model=call.request.model.model_id)
+        # LC-128: a tool the effective request omitted cannot execute in this attempt.
+        attempt.translator = CanonicalStepTranslator(
+            {n: t for n, t in state.agent.tools.items() if call.may_execute(n)},
+            provider_tools=call.request.provider_tools,  # LC-127: the attempt's own
+        )
+        attempt.summaries = attach_reasoning_summaries(state, generation, attempt.translator)
+        attempt.started = True
+        summary = await _consume(
+            state, step, call, generation, attempt.translator, restarted, facts
+        )
+        span.usage(attempt.translator.usage, attempt.translator.finish_reason)
     if attempt.summaries is not None:
         await attempt.summaries.flush()  # AD-051: stored with the step, before its end
     return summary

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from pai_agents import tracing
 from pai_agents.abort import AbortSignal
 from pai_agents.engine.step_stream import PendingCall
 from pai_agents.engine.store import ActionRequest
@@ -106,22 +107,25 @@ async def execute_call(
         data=data if data is not None else ToolData(call_id),
         capabilities=capabilities or {},
     )
-    try:
-        output = await tool.arun(parsed, context)
-    except ToolError as exc:
-        return error_chunk(call_id, str(exc), "throw")
-    except Exception as exc:
-        if signal.aborted:
-            return settle_chunk(call_id, "cancel")
-        logger.warning(
-            "tool %s raised %s",
-            tool.name,
-            type(exc).__name__,
-            extra={"run_id": run_id},
-            exc_info=True,
-        )
-        # Unexpected exceptions may carry internals; only ToolError text is shown verbatim.
-        return error_chunk(call_id, f"Tool {tool.name} failed ({type(exc).__name__}).", "throw")
+    with tracing.tool_span(tool_name=tool.name, tool_call_id=call_id) as span:
+        try:
+            output = await tool.arun(parsed, context)
+        except ToolError as exc:
+            span.failed(type(exc).__name__)
+            return error_chunk(call_id, str(exc), "throw")
+        except Exception as exc:
+            span.failed(type(exc).__name__)
+            if signal.aborted:
+                return settle_chunk(call_id, "cancel")
+            logger.warning(
+                "tool %s raised %s",
+                tool.name,
+                type(exc).__name__,
+                extra={"run_id": run_id},
+                exc_info=True,
+            )
+            # Unexpected exceptions may carry internals; only ToolError text is shown verbatim.
+            return error_chunk(call_id, f"Tool {tool.name} failed ({type(exc).__name__}).", "throw")
     return {"type": "tool-output-available", "toolCallId": call_id, "output": output}
 
 

@@ -16,12 +16,18 @@ from pai_agents.abort import AbortSignal
 from pai_agents.capabilities import CapabilityBindingError
 from pai_agents.engine.events import EventSink
 from pai_agents.engine.runner import RunEngine
-from pai_agents.engine.store import LeaseLost, RunNotFound, RunOutcome
+from pai_agents.engine.store import ClaimedRun, LeaseLost, RunNotFound, RunOutcome
 from pai_agents.lifecycle.hooks import overridden_phases
 from pai_threads.conf import pai_settings
 from pai_threads.execution import cancellation, registry, titles
 from pai_threads.execution.capabilities import BindingImportError, capability_bindings
 from pai_threads.execution.file_provider import file_provider
+from pai_threads.observability.signals import (
+    asend_run_signal,
+    run_finished,
+    run_started,
+    run_waiting,
+)
 from pai_threads.realtime import RealtimePublisher, TeeSink
 from pai_threads.store.thread_store import ORMThreadStore
 
@@ -62,6 +68,8 @@ async def aexecute_run(
     except RunNotFound:
         logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
         return None
+    ids = _signal_ids(claim)
+    await asend_run_signal(run_started, **ids, attempt=claim.attempt)
     agent = registry.get_agent(claim.agent_name)
     titles.yield_to_run(claim.thread_id)  # a title call must not hold the model up
     publisher = RealtimePublisher(claim.thread_id, facts=store.facts)
@@ -87,6 +95,7 @@ async def aexecute_run(
         )
         await store.finish_run(claim.lease, failed)
         await publisher.aclose()
+        await asend_run_signal(run_finished, **ids, status=failed.status)
         return failed
     signal = signal or AbortSignal()
     try:
@@ -100,6 +109,20 @@ async def aexecute_run(
     finally:
         await publisher.aclose()
     logger.info("run %s ended %s", run_id, outcome.status, extra={"run_id": run_id})
+    if outcome.status == "waiting":
+        await asend_run_signal(run_waiting, **ids)
+    elif outcome.status != "running":
+        await asend_run_signal(run_finished, **ids, status=outcome.status)
     # After the final commit and outside the lease; the title job never holds up the run.
     await titles.after_run(agent, thread_id=claim.thread_id, run_id=run_id, status=outcome.status)
     return outcome
+
+
+def _signal_ids(claim: ClaimedRun) -> dict[str, str]:
+    """The ids every run signal carries (pai_threads.signals)."""
+    return {
+        "run_id": claim.lease.run_id,
+        "thread_id": claim.thread_id,
+        "scope_key": claim.scope_key,
+        "agent_name": claim.agent_name,
+    }

@@ -22,6 +22,7 @@ from pai_threads.events.types import run_and_side_state
 from pai_threads.execution import cancellation, registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run
+from pai_threads.observability import signals
 from pai_threads.services.input_guard import lookup_id
 from pai_threads.store.admission import admit_next, dispatch_after_commit, lock_thread
 
@@ -91,6 +92,7 @@ def cancel_locked(run: Run) -> None:
     )
     admit_next(run.thread_id)
     _run_finished_after_commit(run, message, continuation=waiting)
+    signals.send_after_commit(signals.run_finished, **signals.run_ids(run), status="cancelled")
 
 
 def _waiting_row(run: Run) -> Message | None:

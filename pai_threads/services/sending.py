@@ -26,6 +26,7 @@ from pai_threads.events.types import (
 from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, QueueItem, Run, Thread
+from pai_threads.observability.signals import queued_after_commit
 from pai_threads.services.cancelling import cancel_locked
 from pai_threads.services.files import reference_attachments
 from pai_threads.services.input_guard import check_json, validate_user_message
@@ -152,6 +153,7 @@ def send(
             publish_after_commit(
                 thread.id, [committed, run_status_of(run), *empty_side_state(thread.id)]
             )
+            queued_after_commit(run)  # insert_row sends no post_save
             if dispatch:
                 dispatch_after_commit(run.id)  # after the events: they come before the run's
     except IntegrityError:
