@@ -4,10 +4,14 @@ spans after the GenAI semantic conventions, read back from the SDK's in-memory e
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import logging.config
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -257,3 +261,38 @@ def test_without_opentelemetry_no_span_starts_and_logs_keep_their_ids(
     assert exporter.get_finished_spans() == ()
     [raised] = [json.loads(x) for x in json_logs if "tool explode raised" in x]
     assert (raised["run_id"], raised["step_index"]) == (run.id, 0)
+
+
+def _documented_blocks(language: str) -> list[str]:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    section = text.split("## Observability", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{language}\n(.*?)```", section, flags=re.S)
+
+
+def test_the_documented_examples_work(alice: Identity) -> None:
+    """docs/operations.md, Observability: the receiver counts an ended run, the LOGGING
+    config loads and writes the run's ids as JSON, the JSON line parses."""
+    receiver_code, logging_code, _tracer_setup = _documented_blocks("python")
+    counted: list[tuple[str, dict[str, str]]] = []
+    metrics = SimpleNamespace(increment=lambda name, tags: counted.append((name, tags)))
+    namespace: dict[str, Any] = {"metrics": metrics}
+    exec(compile(receiver_code, "operations.md", "exec"), namespace)
+    config: dict[str, Any] = {}
+    exec(compile(logging_code, "operations.md", "exec"), config)
+    logger = logging.getLogger("pai")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    stream = io.StringIO()
+    try:
+        logging.config.dictConfig(config["LOGGING"])
+        for h in logger.handlers:
+            h.setStream(stream)  # type: ignore[attr-defined]
+        thread = services.create_thread(alice, agent="observed")
+        run = send_and_execute(alice, thread.id, "add")
+    finally:
+        signals.run_finished.disconnect(namespace["count_ended_runs"])
+        logger.handlers[:], logger.level, logger.propagate = saved
+    assert counted == [("pai.runs.ended", {"agent": "observed", "status": "completed"})]
+    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.startswith("{")]
+    assert any(r["run_id"] == run.id and r["step_index"] == 0 for r in lines)
+    [sample] = _documented_blocks("json")
+    assert set(tracing.LOG_FIELDS) <= set(json.loads(sample))
