@@ -1,0 +1,256 @@
+"""Micro-benchmark of one delivered text delta's CPU: model part -> frame (issue 16, W5).
+
+N scripted streams each translate and emit paced (or burst) text deltas through the real
+engine pieces (:class:`StepTranslator`, :class:`Generation` with its reducer) into a real
+:class:`RealtimePublisher` (coalescing, replay buffer, channel layer) on a *run* thread with
+its own event loop, as the executor does; on the *server* thread one real
+:class:`ThreadConsumer` per stream (the channel-layer link, cursor, fold guard, JSON frame
+encoding) receives them and hands its frames to a counting ``send`` (where daphne would
+write them to the socket). Nothing touches the database: connect joins the group and
+starts at the buffer's last number instead of loading a snapshot.
+
+Arrangements: *embedded* (in-memory channel layer and replay buffer) or *redis* (channels-
+redis and the Redis replay buffer from ``REDIS_URL``; both threads in this process, where
+production has two processes). The result is process CPU (``time.process_time``, every
+thread) per delivered delta, split by thread (``time.thread_time``), and with
+``--profile`` a cProfile top list per thread::
+
+    python -m benchmarks.delta_path --streams 50 --deltas 100 --every-ms 25
+    REDIS_URL=redis://localhost:6379/9 python -m benchmarks.delta_path --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import io
+import json
+import os
+import pstats
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
+    import django
+
+    django.setup()
+
+
+class _Clients:
+    """Frames the consumers sent, counted per stream."""
+
+    def __init__(self, streams: int, deltas: int) -> None:
+        self.deltas = [0] * streams
+        self.last_index = [-1] * streams
+        self.disorder = 0
+        self.expected = streams * deltas
+        self.done = asyncio.Event()
+        self.received = 0
+
+    def sender(self, stream: int) -> Any:
+        async def send(message: dict[str, Any]) -> None:
+            text = message.get("text")
+            if text is None:
+                return
+            # What a client does with a frame: parse it (not counted as server CPU below).
+            for frame in _frames(text):
+                if frame.get("type") != "generation.message.chunk":
+                    continue
+                if frame["index"] <= self.last_index[stream]:
+                    self.disorder += 1
+                self.last_index[stream] = frame["index"]
+                if frame["chunk"].get("type") == "text-delta":
+                    self.deltas[stream] += 1
+                    self.received += 1
+                    if self.received >= self.expected:
+                        self.done.set()
+
+        return send
+
+
+def _frames(text: str) -> list[dict[str, Any]]:
+    value = json.loads(text)
+    return value if isinstance(value, list) else [value]
+
+
+def _consumer_class() -> Any:
+    from pai_threads.realtime.buffers import get_buffer
+    from pai_threads.realtime.link import Outage
+    from pai_threads.realtime.notify import register_subscriber_loop
+    from pai_threads.realtime.sync import Cursor, FoldGuard
+    from pai_threads.websocket.consumers import ThreadConsumer
+
+    class BenchConsumer(ThreadConsumer):
+        """The real consumer, connected without the database (no identity, no snapshot)."""
+
+        async def connect(self) -> None:
+            self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
+            self._lock = asyncio.Lock()
+            self._watchdog = None
+            self._guard = FoldGuard()
+            self._buffer_outage = Outage("bench")
+            await self.accept()
+            register_subscriber_loop()
+            assert self.link is not None
+            await self.link.join()
+            buffer = get_buffer()
+            state = await buffer.state(self.thread_id)
+            self.cursor = Cursor(buffer=buffer, thread_id=self.thread_id, last=state.last_seq)
+            self._joined = True
+            self.connected.set()
+
+    return BenchConsumer
+
+
+async def _stream(index: int, thread_id: str, deltas: int, every: float, start: float) -> None:
+    """One run's step: the model's parts through the translator into a Generation."""
+    from pai_agents.engine.generation import Generation
+    from pai_agents.engine.step_stream import StepTranslator
+    from pai_agents.engine.stream_transform import translate_part
+    from pai_threads.realtime.publisher import RealtimePublisher
+
+    publisher = RealtimePublisher(thread_id)
+    claim = SimpleNamespace(lease=SimpleNamespace(run_id=f"run_{index}"), thread_id=thread_id)
+    message = {"id": f"msg_{index}", "role": "assistant", "parts": [], "metadata": {}}
+    generation = Generation(claim, publisher, message)  # type: ignore[arg-type]
+    translator = StepTranslator({})
+    await generation.start(step=0)
+    await generation.emit({"type": "start", "messageId": generation.message_id})
+    await generation.emit({"type": "start-step"})
+    parts: list[Any] = [{"type": "text-start", "id": "t"}]
+    loop = asyncio.get_running_loop()
+    for i in range(deltas):
+        for part in parts:
+            chunks = translate_part(translator, part)
+            if chunks:
+                await generation.emit(*chunks)
+        parts = [{"type": "text-delta", "id": "t", "delta": f"<{i}|{time.time_ns()}> "}]
+        wait = start + i * every - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+    for part in [*parts, {"type": "text-end", "id": "t"}]:
+        await generation.emit(*translate_part(translator, part))
+    await publisher.aclose()
+
+
+def _run_thread(
+    streams: int, deltas: int, every: float, profile: cProfile.Profile | None, out: dict[str, float]
+) -> None:
+    async def main() -> None:
+        start = asyncio.get_running_loop().time() + 0.05
+        await asyncio.gather(
+            *(_stream(i, f"bench{os.getpid()}x{i}", deltas, every, start) for i in range(streams))
+        )
+
+    cpu = time.thread_time()
+    if profile is not None:
+        profile.enable()
+    asyncio.run(main())
+    if profile is not None:
+        profile.disable()
+    out["run"] = time.thread_time() - cpu
+
+
+async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]) -> dict[str, Any]:
+    consumer_class = _consumer_class()
+    clients = _Clients(args.streams, args.deltas)
+    inboxes: list[asyncio.Queue[dict[str, Any]]] = []
+    tasks = []
+    consumers = []
+    for i in range(args.streams):
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        inbox.put_nowait({"type": "websocket.connect"})
+        scope = {
+            "type": "websocket",
+            "path": "/",
+            "query_string": b"",
+            "headers": [],
+            "url_route": {"kwargs": {"thread_id": f"bench{os.getpid()}x{i}"}},
+        }
+        consumer = consumer_class()
+        consumer.connected = asyncio.Event()
+        consumers.append(consumer)
+        tasks.append(asyncio.ensure_future(consumer(scope, inbox.get, clients.sender(i))))
+        inboxes.append(inbox)
+    await asyncio.gather(*(c.connected.wait() for c in consumers))
+    times: dict[str, float] = {}
+    profile = profiles.get("server")
+    runner = threading.Thread(
+        target=_run_thread,
+        args=(args.streams, args.deltas, args.every_ms / 1000, profiles.get("run"), times),
+        name="pai-runs",
+    )
+    wall, cpu, server_cpu = time.perf_counter(), time.process_time(), time.thread_time()
+    if profile is not None:
+        profile.enable()
+    runner.start()
+    with contextlib.suppress(TimeoutError):  # a lost delta: report it, do not hang
+        await asyncio.wait_for(clients.done.wait(), timeout=args.deltas * args.every_ms / 1000 + 60)
+    if profile is not None:
+        profile.disable()
+    runner.join()
+    server_cpu = time.thread_time() - server_cpu
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    for inbox in inboxes:
+        inbox.put_nowait({"type": "websocket.disconnect", "code": 1000})
+    await asyncio.gather(*tasks, return_exceptions=True)
+    delivered = sum(clients.deltas)
+    return {
+        "streams": args.streams,
+        "deltas_per_stream": args.deltas,
+        "every_ms": args.every_ms,
+        "delivered": delivered,
+        "expected": clients.expected,
+        "out_of_order": clients.disorder,
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "us_per_delta": round(cpu / max(1, delivered) * 1e6, 1),
+        "run_thread_us_per_delta": round(times.get("run", 0.0) / max(1, delivered) * 1e6, 1),
+        "server_thread_us_per_delta": round(server_cpu / max(1, delivered) * 1e6, 1),
+    }
+
+
+def _top(profile: cProfile.Profile, limit: int) -> str:
+    text = io.StringIO()
+    stats = pstats.Stats(profile, stream=text)
+    stats.sort_stats("tottime").print_stats(limit)
+    return text.getvalue()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=50)
+    parser.add_argument("--deltas", type=int, default=100)
+    parser.add_argument("--every-ms", type=float, default=25.0, help="0: a burst")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="cProfile top list per thread")
+    args = parser.parse_args(argv)
+    _setup()
+    from django.conf import settings
+
+    arrangement = "redis" if os.environ.get("REDIS_URL") else "embedded"
+    results = []
+    for _ in range(args.repeat):
+        profiles = {"server": cProfile.Profile(), "run": cProfile.Profile()} if args.profile else {}
+        result = asyncio.run(_serve(args, profiles))
+        result["arrangement"] = arrangement
+        result["coalesce_ms"] = settings.PAI.get("REALTIME_COALESCE_MS", "default")
+        results.append(result)
+        print(json.dumps(result))
+        for name, profile in profiles.items():
+            print(f"--- {name} thread, by own time ---")
+            print(_top(profile, 25))
+    best = sorted(r["us_per_delta"] for r in results)
+    print(json.dumps({"arrangement": arrangement, "median_us_per_delta": best[len(best) // 2]}))
+
+
+if __name__ == "__main__":
+    main()
