@@ -25,6 +25,7 @@ from pai_agents.behavior import (
 from pai_agents.capabilities import Capability
 from pai_agents.lifecycle.compose import ComposedLifecycle
 from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataSchemas
+from pai_agents.mcp.config import MCPServer
 from pai_agents.models.base import LanguageModel, ModelMessage, ModelSelection, ProviderTool
 from pai_agents.tools import Tool
 
@@ -138,6 +139,9 @@ class AgentDefinition:
     # What the tools and commands need the project to bind, by capability id (AD-062); a
     # runtime for the agent requires a binding for each (AD-063). Folded by define_agent.
     capabilities: Mapping[str, Capability] = field(default_factory=dict)
+    # MCP servers whose tools join each run episode (docs/mcp.md); listed at the episode's
+    # start, so ``tools`` holds only the agent's own.
+    mcp_servers: tuple[MCPServer, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -153,7 +157,9 @@ class AgentDefinition:
 
         Provider tools are listed by name only: a definition may carry credentials (an MCP
         server's headers, say), which the manifest must never hold (AD-076). Commands are
-        keyed by name, client-exposed ones only, without schemas (AD-075, AD-076).
+        keyed by name, client-exposed ones only, without schemas (AD-075, AD-076). MCP
+        servers are listed by name only: their tools are known per run, their headers and
+        environment are secrets.
         """
         return {
             "name": self.name,
@@ -162,6 +168,7 @@ class AgentDefinition:
             "maxSteps": self.max_steps,
             "tools": [t.manifest() for t in self.tools.values()],
             "providerTools": list(self.provider_tools),
+            "mcpServers": [server.name for server in self.mcp_servers],
             "threadTitles": self.thread_titles is not None,
             "reasoningSummary": self.reasoning_summary is not None,
             "commands": {k: c.manifest() for k, c in self.commands.items() if c.exposed},

@@ -28,10 +28,12 @@ from pai_agents.definition_checks import (
     check_ui_data_schemas,
     composed_lifecycle,
     default_version,
+    mcp_server_tuple,
     provider_tool_map,
     tool_maps,
 )
 from pai_agents.lifecycle.metadata import MetadataSchemas
+from pai_agents.mcp.config import MCPServer
 from pai_agents.models.base import ProviderTool
 from pai_agents.reasoning_summary import ReasoningSummary, reasoning_summary_option
 from pai_agents.titles import ThreadTitles, thread_titles_option
@@ -66,6 +68,7 @@ def define_agent(
     max_retries: int | None = None,
     max_tool_calls_per_step: int | None = None,
     commands: Iterable[Command] | Mapping[str, Command] = (),
+    mcp_servers: Sequence[MCPServer] = (),
 ) -> AgentDefinition:
     """Define an agent.
 
@@ -111,6 +114,9 @@ def define_agent(
     code call on a thread (docs/commands.md): names unique and distinct from the tools',
     metadata-aware ones bound to this very ``run_metadata`` object (AD-036). Their
     capabilities are folded with the tools' into ``definition.capabilities`` (AD-062).
+
+    ``mcp_servers`` lists :class:`~pai_agents.mcp.MCPServer` values (stdio or streamable
+    HTTP) whose tools join every run episode, listed when it starts (docs/mcp.md).
     """
     check_basics(name, send_policy, max_steps, version)
     check_limits(name, max_retries=max_retries, max_tool_calls_per_step=max_tool_calls_per_step)
@@ -161,4 +167,5 @@ def define_agent(
         max_tool_calls_per_step=max_tool_calls_per_step,
         commands=command_by_name,
         capabilities=fold_capabilities(name, operations),
+        mcp_servers=mcp_server_tuple(name, mcp_servers),
     )

@@ -20,6 +20,8 @@ from pai_agents.json import NotStrictJson
 from pai_agents.lifecycle.compose import ComposedLifecycle, compose_lifecycle
 from pai_agents.lifecycle.metadata import MetadataSchemaError, MetadataSchemas
 from pai_agents.lifecycle.stop import stop_when as stop_when_part
+from pai_agents.mcp.client import sdk_missing
+from pai_agents.mcp.config import MCPServer
 from pai_agents.models.base import LanguageModel, ModelSelection, ProviderTool
 from pai_agents.tools import Tool
 
@@ -34,6 +36,7 @@ __all__ = [
     "check_ui_data_schemas",
     "composed_lifecycle",
     "default_version",
+    "mcp_server_tuple",
     "provider_tool_map",
     "tool_maps",
 ]
@@ -226,3 +229,24 @@ def default_version(
         }
     digest = hashlib.sha256(json.dumps(surface, sort_keys=True, default=str).encode())
     return f"pai-{digest.hexdigest()[:12]}"
+
+
+def mcp_server_tuple(name: str, servers: Iterable[MCPServer]) -> tuple[MCPServer, ...]:
+    """``mcp_servers``: MCPServer values with distinct names, and the SDK installed."""
+    if isinstance(servers, MCPServer | str | Mapping):
+        raise AgentDefinitionError(f"agent {name!r}: mcp_servers must be a list of MCPServer")
+    result = tuple(servers)
+    seen: set[str] = set()
+    for server in result:
+        if not isinstance(server, MCPServer):
+            raise AgentDefinitionError(
+                f"agent {name!r}: mcp_servers holds {type(server).__name__}, expected an "
+                "MCPServer (MCPServer.stdio(...) or MCPServer.http(...))"
+            )
+        if server.name in seen:
+            raise AgentDefinitionError(f"agent {name!r}: two MCP servers named {server.name!r}")
+        seen.add(server.name)
+    missing = sdk_missing() if result else None
+    if missing:
+        raise AgentDefinitionError(f"agent {name!r}: {missing}")
+    return result

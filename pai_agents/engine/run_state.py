@@ -9,6 +9,7 @@ costs nothing), the resolved model, the context-visible history and the usage so
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from pai_agents.lifecycle.reasoning import HiddenReasoning
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import ModelMessage, ModelSelection, Usage
+from pai_agents.tools import Tool
 
 __all__ = ["TOOL_PHASES", "Operation", "RunState", "operation_of"]
 
@@ -90,6 +92,15 @@ class RunState:
         self.usage = cast(Usage, dict(self.claim.usage))
         self.tool_specs = {name: t.spec() for name, t in self.agent.tools.items()}
         self.behavior = self._behavior(None)
+
+    def add_tools(self, tools: Mapping[str, Tool]) -> None:
+        """Tools known only for this episode (an MCP server's, listed at its start) join the
+        agent's: the episode runs a copy of the definition, so every part that reads
+        ``agent.tools`` (advertising, validation, approvals, hooks, recovery) sees them."""
+        if not tools:
+            return
+        self.agent = dataclasses.replace(self.agent, tools={**self.agent.tools, **tools})
+        self.tool_specs.update({name: t.spec() for name, t in tools.items()})
 
     @property
     def lease(self) -> Any:

@@ -8,18 +8,22 @@ itself is ``episode.py``; docs/architecture.md walks through it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from pai_agents.abort import AbortSignal
 from pai_agents.agent import AgentDefinition
 from pai_agents.capabilities import CapabilityBindingError, binding_problems
+from pai_agents.engine.endings import fail_run
 from pai_agents.engine.episode import run_episode_loop, run_finished
 from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.lease_keeper import LeaseKeeper
 from pai_agents.engine.run_state import RunState
 from pai_agents.engine.store import ClaimedRun, LeaseLost, RunOutcome, ThreadStore
 from pai_agents.files import FileProvider
+from pai_agents.mcp.client import episode_tools
+from pai_agents.mcp.config import MCPError
 
 __all__ = ["RunEngine"]
 
@@ -78,8 +82,27 @@ class RunEngine:
             self.store, claim.lease, lease_seconds=self.lease_seconds, signal=signal
         )
         async with keeper:
-            outcome = await run_episode_loop(state)
+            outcome = await self._with_mcp_tools(state)
             if keeper.lost:
                 raise LeaseLost(claim.lease.run_id)
         await run_finished(state, outcome)  # post-commit, outside the lease
         return outcome
+
+    async def _with_mcp_tools(self, state: RunState) -> RunOutcome:
+        """Run the episode with its MCP servers' tools, listed now (so a changed tool list
+        is seen by the next episode) and their sessions closed when it ends (docs/mcp.md).
+        A required server that cannot be reached fails the run (``MCPServerUnavailable``),
+        except a cancelled run, which is settled as cancelled without those tools."""
+        if not self.agent.mcp_servers:
+            return await run_episode_loop(state)
+        async with AsyncExitStack() as stack:
+            try:
+                tools = await stack.enter_async_context(
+                    episode_tools(self.agent.mcp_servers, state.behavior, taken=self.agent.tools)
+                )
+            except MCPError as exc:
+                if not state.claim.cancel_requested:
+                    return await fail_run(state, exc)
+                tools = {}
+            state.add_tools(tools)
+            return await run_episode_loop(state)

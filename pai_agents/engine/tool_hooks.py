@@ -33,6 +33,7 @@ from pai_agents.lifecycle.results import (
     ToolResultSource,
     apply_tool_result,
 )
+from pai_agents.mcp.tools import MCPTool
 from pai_agents.messages.types import UIMessageChunk
 
 __all__ = ["after_tool", "before_tool"]
@@ -44,8 +45,12 @@ def _tool_input(
     state: RunState, step: StepInfo, call_id: str, name: str, value: Any, entry: ToolExecutionEntry
 ) -> dict[str, Any]:
     tool = state.agent.tools.get(name)
-    source: Literal["backend", "client"] = (
-        "client" if tool is not None and tool.execute is None else "backend"
+    source: Literal["backend", "client", "mcp"] = (
+        "mcp"
+        if isinstance(tool, MCPTool)
+        else "client"
+        if tool is not None and tool.execute is None
+        else "backend"
     )
     return {
         **state.hook_base(),
