@@ -66,7 +66,7 @@ class HttpMCPServer:
 
     def __enter__(self) -> str:
         env = {**os.environ, "PAI_MCP_STATE_DIR": str(self.state)}
-        self.process = subprocess.Popen(  # noqa: S603
+        self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.mcp_server", "http", "--port", str(self.port)],
             cwd=ROOT,
             env=env,

@@ -89,7 +89,7 @@ def main() -> None:
     if args.transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=args.port, log_level="warning")
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
 
 
 if __name__ == "__main__":
