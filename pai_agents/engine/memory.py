@@ -46,7 +46,9 @@ class InMemoryThreadStore:
         self.runs: dict[str, MemoryRun] = {}
         self.messages: list[MemoryMessage] = []
         self.steps: dict[str, list[StepRecord]] = {}
-        self.actions: dict[tuple[str, str], dict[str, Any]] = {}
+        self.actions: dict[tuple[str, str], dict[str, Any]] = {}  # each call's latest episode
+        # Earlier episodes of calls that suspended again (declared suspensions), oldest first.
+        self.past_actions: dict[tuple[str, str], list[dict[str, Any]]] = {}
         # Input sent with the steer policy, per thread, waiting for the active run's next step.
         self.steering: dict[str, list[UIMessage]] = {}
         self._position = 0
@@ -253,6 +255,9 @@ class InMemoryThreadStore:
             run = self._fenced(lease)
             self._replace(run.id, message)
             for action in actions:
+                earlier = self.actions.get((run.id, action.tool_call_id))
+                if earlier is not None:
+                    self.past_actions.setdefault((run.id, action.tool_call_id), []).append(earlier)
                 self.actions[(run.id, action.tool_call_id)] = {
                     "id": new_id("act"),
                     "request": action,
@@ -266,7 +271,20 @@ class InMemoryThreadStore:
         with self._lock:
             run = self._fenced(lease)
             for call_id in tool_call_ids:
-                self.actions[(run.id, call_id)]["status"] = "executing"
+                if self.actions[(run.id, call_id)]["status"] == "submitted":
+                    self.actions[(run.id, call_id)]["status"] = "executing"
+
+    def answer(self, run_id: str, tool_call_id: str, answer: Any) -> None:
+        """Trusted test helper: answer a declared (input) suspension, already validated,
+        and queue the run's resume episode."""
+        with self._lock:
+            action = self.actions[(run_id, tool_call_id)]
+            if action["status"] != "pending" or action["request"].kind != "input":
+                raise ValueError("no pending input suspension for this call")
+            action.update(
+                status="submitted", response={"answer": answer}, resolved_at=datetime.now(UTC)
+            )
+            self.runs[run_id].status = "queued"
 
     def respond(self, run_id: str, tool_call_id: str, *, approved: bool, reason: str = "") -> None:
         """Trusted test helper: answer an approval and queue the run's resume episode."""
@@ -312,7 +330,8 @@ class InMemoryThreadStore:
             found: dict[str, list[SuspensionEpisode]] = {}
             for (run_id, call_id), action in self.actions.items():
                 if run_id == lease.run_id and call_id in tool_call_ids:
-                    found.setdefault(call_id, []).append(_episode(action))
+                    past = self.past_actions.get((run_id, call_id), [])
+                    found[call_id] = [_episode(a) for a in [*past, action]]
             return found
 
     def request_cancel(self, run_id: str) -> None:
@@ -454,4 +473,6 @@ def _episode(action: dict[str, Any]) -> SuspensionEpisode:
         approval_id=request.approval_id,
         suspended_at=_iso(action.get("created_at")),
         resolved_at=_iso(action.get("resolved_at")),
+        name=request.suspension or request.kind,
+        answer_schema=copy.deepcopy(request.answer_schema),
     )

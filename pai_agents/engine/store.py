@@ -133,13 +133,21 @@ class RunSignals:
 
 @dataclass(frozen=True, kw_only=True)
 class ActionRequest:
-    """A tool call that waits for a person (approval) or a client (client tool)."""
+    """A tool call that waits for a person (approval), a client (client tool), or a
+    person's typed answer (``input``: a declared suspension, docs/suspensions.md).
+
+    ``input`` is what the answerer is shown (the call's input; an input suspension's
+    payload). ``sequence`` numbers the call's episodes (0 first): a call may suspend again
+    after each answer."""
 
     tool_call_id: str
     tool_name: str
-    kind: Literal["approval", "client"]
+    kind: Literal["approval", "client", "input"]
     input: Any
     approval_id: str | None = None
+    suspension: str | None = None
+    answer_schema: Mapping[str, Any] | None = None
+    sequence: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
