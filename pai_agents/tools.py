@@ -10,10 +10,10 @@ from __future__ import annotations
 import copy
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,10 +21,16 @@ from pai_agents.abort import AbortSignal
 from pai_agents.capabilities import Capability, check_declarations
 from pai_agents.json import JsonValue, NotStrictJson, ensure_strict_json
 from pai_agents.models.base import ToolSpec
+from pai_agents.suspensions import Suspend, answer_schema, check_suspends, suspend_value
 from pai_agents.sync_calls import run_sync
 from pai_agents.tool_data import ToolData
 
+if TYPE_CHECKING:
+    from pai_agents.lifecycle.inputs import ToolExecutionEntry
+    from pai_agents.lifecycle.suspensions import SuspensionEpisode
+
 __all__ = [
+    "Suspend",
     "Tool",
     "ToolContext",
     "ToolData",
@@ -71,6 +77,12 @@ class ToolContext:
     data: ToolData = field(default_factory=ToolData)
     # The bound implementations of the capabilities this tool declared, by its own aliases.
     capabilities: Mapping[str, Any] = field(default_factory=dict)
+    # How this execution started: None (initial) or the ResumeEntry of an answered
+    # suspension, and every suspension episode of the call so far (docs/suspensions.md).
+    entry: ToolExecutionEntry | None = None
+    suspend_history: Sequence[SuspensionEpisode] = ()
+    # The tool's declared suspensions (name -> answer model), for suspend() and answer().
+    suspends: Mapping[str, type[BaseModel]] = field(default_factory=dict)
 
     @property
     def context(self) -> Any:
@@ -81,6 +93,29 @@ class ToolContext:
     def fail(self, message: str) -> ToolFailure:
         """Return this from ``execute`` to fail the call on purpose (``source="fail"``)."""
         return ToolFailure(str(message))
+
+    def suspend(self, name: str, *, payload: Any = None) -> Suspend:
+        """Return this from ``execute`` to wait for a person's answer to the declared
+        suspension ``name``; ``payload`` (strict JSON, public) is what they are shown.
+        ``execute`` runs again from the top once the answer is accepted."""
+        return suspend_value(self.tool_name, self.suspends, name, payload)
+
+    def answer(self, name: str) -> BaseModel | None:
+        """The validated answer of the latest answered episode of suspension ``name`` (an
+        instance of its declared model), or None while it has not been answered."""
+        model = self.suspends.get(name)
+        if model is None:
+            raise ValueError(f"tool {self.tool_name} declares no suspension {name!r}")
+        for episode in reversed(self.suspend_history):
+            resolution = episode.resolution
+            if (
+                episode.kind == "input"
+                and episode.name == name
+                and isinstance(resolution, dict)
+                and "answer" in resolution
+            ):
+                return model.model_validate(resolution["answer"])
+        return None
 
 
 Execute = Callable[..., Any]
@@ -114,6 +149,9 @@ class Tool:
     # Dependencies the project binds (docs/capabilities.md): ``{alias: capability(...)}``;
     # ``ctx.capabilities[alias]`` is the implementation while the tool runs (AD-062).
     capabilities: Mapping[str, Capability] = field(default_factory=dict, hash=False)
+    # Declared suspensions (docs/suspensions.md): ``{name: answer model}``; ``execute``
+    # returns ``ctx.suspend(name, payload=...)`` to wait for a person's typed answer.
+    suspends: Mapping[str, type[BaseModel]] = field(default_factory=dict, hash=False)
     _pass_context: bool = False
 
     def __post_init__(self) -> None:
@@ -128,6 +166,10 @@ class Tool:
             raise TypeError(f"tool {self.name!r}: output must be a pydantic model class")
         declared = check_declarations(f"tool {self.name!r}", self.capabilities)
         object.__setattr__(self, "capabilities", declared)
+        suspends = check_suspends(
+            f"tool {self.name!r}", self.suspends, executes=self.execute is not None
+        )
+        object.__setattr__(self, "suspends", suspends)
 
     @cached_property
     def _schema(self) -> dict[str, Any]:
@@ -156,6 +198,8 @@ class Tool:
         }
         if self.output_model is not None:
             entry["outputSchema"] = self.output_model.model_json_schema()
+        if self.suspends:
+            entry["suspends"] = {n: answer_schema(m) for n, m in self.suspends.items()}
         return entry
 
     def parse_input(self, raw: Any) -> BaseModel:
@@ -174,11 +218,14 @@ class Tool:
             )
             raise ToolInputError(f"Invalid input for tool {self.name}: {details}") from exc
 
-    async def arun(self, parsed: BaseModel, context: ToolContext) -> JsonValue | ToolFailure:
+    async def arun(
+        self, parsed: BaseModel, context: ToolContext
+    ) -> JsonValue | ToolFailure | Suspend:
         """Execute the tool; sync callables run in a worker thread to keep the loop free.
 
-        A returned :class:`ToolFailure` is passed on as is (the engine makes it the call's
-        error); any other value is the output, serialized."""
+        A returned :class:`ToolFailure` or :class:`Suspend` is passed on as is (the engine
+        makes it the call's error, or a pending action); any other value is the output,
+        serialized."""
         if self.execute is None:
             raise ToolError(f"Tool {self.name} has no server-side execute")
         args: tuple[Any, ...] = (parsed, context) if self._pass_context else (parsed,)
@@ -188,7 +235,7 @@ class Tool:
             result = await run_sync(self.execute, *args)
             if inspect.isawaitable(result):
                 result = await result
-        if isinstance(result, ToolFailure):
+        if isinstance(result, ToolFailure | Suspend):
             return result
         return self.serialize_output(result)
 
@@ -233,6 +280,7 @@ def tool(
     needs_approval: bool = False,
     idempotent: bool = False,
     capabilities: Mapping[str, Capability] | None = None,
+    suspends: Mapping[str, type[BaseModel]] | None = None,
 ) -> Tool: ...
 
 
@@ -247,6 +295,7 @@ def tool(
     needs_approval: bool = False,
     idempotent: bool = False,
     capabilities: Mapping[str, Capability] | None = None,
+    suspends: Mapping[str, type[BaseModel]] | None = None,
 ) -> Callable[[Execute], Tool]: ...
 
 
@@ -260,6 +309,7 @@ def tool(
     needs_approval: bool = False,
     idempotent: bool = False,
     capabilities: Mapping[str, Capability] | None = None,
+    suspends: Mapping[str, type[BaseModel]] | None = None,
 ) -> Tool | Callable[[Execute], Tool]:
     """Define a tool.
 
@@ -277,6 +327,8 @@ def tool(
     action a person approves or denies; ``idempotent`` allows re-execution after a crash.
     ``capabilities`` maps local aliases to :func:`~pai_agents.capabilities.capability`
     declarations the project binds; the tool reads them as ``ctx.capabilities[alias]``.
+    ``suspends`` maps suspension names to the pydantic models of their answers: ``execute``
+    returns ``ctx.suspend(name, payload=...)`` to wait for a person (docs/suspensions.md).
     """
 
     def build(fn: Execute | None, tool_name: str, doc: str) -> Tool:
@@ -289,6 +341,7 @@ def tool(
             needs_approval=needs_approval,
             idempotent=idempotent,
             capabilities=dict(capabilities or {}),
+            suspends=dict(suspends or {}),
             _pass_context=fn is not None and _accepts_context(fn),
         )
 

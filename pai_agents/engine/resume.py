@@ -3,7 +3,9 @@
 Answered approvals execute (marked as executing first: at most once), denied ones become
 ``output-denied``, client-submitted or manually fulfilled results are validated (LC-142),
 calls a dead worker was executing become recovery errors (or run again when the tool is
-idempotent). Every final result passes the tool hooks with its source (LC-133, LC-137).
+idempotent). Answered input suspensions re-enter ``execute`` with their answer, and may
+suspend again (docs/suspensions.md). Every final result passes the tool hooks with its
+source (LC-133, LC-137).
 The continuation restates each answered approval (``tool-approval-response``) before the
 results, so a client folding it onto the message as it streamed rebuilds the stored one.
 """
@@ -13,19 +15,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pai_agents.engine.endings import end_tool_results
+from pai_agents.engine.endings import end_tool_results, finished
 from pai_agents.engine.generation import Generation
 from pai_agents.engine.run_state import TOOL_PHASES, RunState
 from pai_agents.engine.step_stream import PendingCall
 from pai_agents.engine.store import RunOutcome
-from pai_agents.engine.suspensions import load_suspend_history
+from pai_agents.engine.suspensions import (
+    input_entry,
+    latest_input,
+    load_suspend_history,
+    split_suspended,
+)
 from pai_agents.engine.tool_calls import error_chunk, open_tool_parts, settle_chunk, tool_name_of
 from pai_agents.engine.tool_enablement import is_enabled
 from pai_agents.engine.tool_hooks import after_tool, before_tool
 from pai_agents.engine.tool_runs import run_tools
 from pai_agents.ids import new_id
 from pai_agents.lifecycle.inputs import ResumeEntry, StepInfo
-from pai_agents.messages.types import UIMessage, UIMessageChunk
+from pai_agents.lifecycle.suspensions import SuspensionEpisode
+from pai_agents.messages.types import UIMessage, UIMessageChunk, UIMessagePart
+from pai_agents.tools import Tool
 
 __all__ = ["resume_last_message"]
 
@@ -68,6 +77,17 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
         name = tool_name_of(part) or ""
         tool = state.agent.tools.get(name)
         status = part.get("state")
+        episode = latest_input(state.suspensions, call_id)
+        if episode is not None:  # a declared suspension: its latest episode decides
+            decided = await _resume_input(state, step, part, tool, episode)
+            if isinstance(decided, tuple):
+                call, entry = decided
+                approved.append(call_id)  # marked executing before it runs (at most once)
+                resumed[call_id] = entry
+                to_execute.append(call)
+            elif decided is not None:
+                chunks.append(decided)
+            continue
         if status == "approval-requested":
             continue
         if status == "approval-responded":
@@ -128,7 +148,9 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
     await generation.emit({"type": "start", "messageId": generation.message_id}, *answers, *settled)
     if approved:
         await state.store.begin_actions(claim.lease, tool_call_ids=approved)
-    executed = await run_tools(state, to_execute, generation)
+    executed = await run_tools(state, to_execute, generation, entries=resumed)
+    # A resumed execute may suspend again: the call's next durable episode (LC-140).
+    finals, suspended = split_suspended(executed, to_execute, state.suspensions)
     await generation.emit(
         *[
             # A call run because its suspension was answered is a resumed tool (source
@@ -143,9 +165,17 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
                 default_source="resume" if call.tool_call_id in resumed else "execute",
                 entry=resumed.get(call.tool_call_id),
             )
-            for (c, ms), call in zip(executed, to_execute, strict=True)
+            for c, ms, call in finals
         ]
     )
+    if suspended:
+        await generation.emit({"type": "finish-step"})
+        await state.store.suspend(
+            claim.lease, message=generation.message, actions=suspended, usage=state.usage
+        )
+        waiting = RunOutcome(status="waiting", usage=state.usage)
+        await finished(state, generation.message, waiting)
+        return waiting
     await generation.emit({"type": "finish-step"}, {"type": "finish", "finishReason": "tool-calls"})
     state.history[:] = [m for m in state.history if m["id"] != message["id"]]
     state.history.append(generation.message)
@@ -158,15 +188,53 @@ async def _load_suspensions(
     state: RunState, message: UIMessage, answered: Mapping[str, Mapping[str, Any]]
 ) -> None:
     """LC-133: one read for the suspension episodes of the calls this episode resumes
-    (answered approvals, client/manual results), and only when a tool hook reads them."""
-    if not state.phases & TOOL_PHASES:
+    (answered approvals, client/manual results, answered input suspensions), and only when
+    a tool hook reads them or a tool declares suspensions (whose answers are episodes)."""
+    declares = any(t.suspends for t in state.agent.tools.values())
+    if not state.phases & TOOL_PHASES and not declares:
         return
     call_ids = [*answered] + [
         str(p["toolCallId"])
         for p in open_tool_parts(message)
         if p.get("state") == "approval-responded"
+        or (declares and p.get("state") == "input-available")
     ]
     state.suspensions = await load_suspend_history(state.store, state.claim.lease, call_ids)
+
+
+async def _resume_input(
+    state: RunState,
+    step: StepInfo,
+    part: UIMessagePart,
+    tool: Tool | None,
+    episode: SuspensionEpisode,
+) -> tuple[PendingCall, ResumeEntry] | UIMessageChunk | None:
+    """A call whose latest episode is an input suspension: re-entered with its answer
+    (after before_tool_call, LC-133), settled, or None while it still waits.
+
+    ``executing`` means a worker died while the answered call ran: at most once, so a
+    recovery error, unless the tool is idempotent (then it runs again with the same entry).
+    """
+    call_id, name = str(part["toolCallId"]), tool_name_of(part) or ""
+    if episode.status == "pending":
+        return None
+    if episode.status == "cancelled":
+        return settle_chunk(call_id, "cancel")
+    if tool is None or tool.execute is None:
+        return settle_chunk(call_id, "recovery")
+    if episode.status == "executing" and not tool.idempotent:
+        return settle_chunk(call_id, "recovery")
+    if not await is_enabled(state, name):  # AD-055: checked again on resume
+        return error_chunk(call_id, f"Tool {name} is not available.", "reject")
+    entry = input_entry(tool.name, call_id, episode)
+    pending = PendingCall(
+        tool_call_id=call_id,
+        tool=tool,
+        input=part.get("input"),
+        parsed=tool.parse_input(part.get("input")),
+    )
+    routed = await before_tool(state, step, pending, entry)
+    return (routed, entry) if isinstance(routed, PendingCall) else routed
 
 
 def _resume_entry(
@@ -179,7 +247,7 @@ def _resume_entry(
         action["id"] = history[-1].action_id
     if kind == "approval":
         resume = dict(resume or {})
-    return ResumeEntry(name=name, resume=resume, action=action)
+    return ResumeEntry(name=name, resume=resume, action=action, suspension=kind)
 
 
 def _client_entry(

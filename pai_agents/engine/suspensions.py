@@ -1,8 +1,14 @@
-"""Loading a resumed call's suspension history for the tool hooks (LC-132, LC-133).
+"""Suspension episodes in the engine: loading a call's history, and declared suspensions.
 
 Only resumed calls have a history, so the engine asks for it once per resume episode and
-only when a tool hook will read it: an initial dispatch never touches the store for it.
-A store without :class:`SuspensionHistoryStore` gives empty histories.
+only when something will read it (a tool hook, or a tool that declares suspensions): an
+initial dispatch never touches the store for it. A store without
+:class:`SuspensionHistoryStore` gives empty histories (LC-132, LC-133).
+
+A tool's ``execute`` that returns ``ctx.suspend(name, payload=...)`` ends without a result:
+:func:`split_suspended` turns it into an :class:`ActionRequest` of kind ``input`` (the next
+episode of the call) and keeps it away from after_tool_result (LC-140). When the answered
+call resumes, :func:`input_entry` is its ``ctx.entry`` (docs/suspensions.md).
 """
 
 from __future__ import annotations
@@ -10,10 +16,20 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pai_agents.engine.store import Lease
+from pai_agents.engine.step_stream import PendingCall
+from pai_agents.engine.store import ActionRequest, Lease
+from pai_agents.lifecycle.inputs import ResumeEntry
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
+from pai_agents.messages.types import UIMessageChunk
+from pai_agents.suspensions import Suspend, answer_schema
 
-__all__ = ["SuspensionHistoryStore", "load_suspend_history"]
+__all__ = [
+    "SuspensionHistoryStore",
+    "input_entry",
+    "latest_input",
+    "load_suspend_history",
+    "split_suspended",
+]
 
 
 @runtime_checkable
@@ -33,3 +49,59 @@ async def load_suspend_history(
         return {}
     found = await store.suspend_history(lease, tool_call_ids=tool_call_ids)
     return {call_id: tuple(episodes) for call_id, episodes in found.items()}
+
+
+def split_suspended(
+    results: Sequence[tuple[UIMessageChunk, float]],
+    calls: Sequence[PendingCall],
+    history: Mapping[str, Sequence[SuspensionEpisode]],
+) -> tuple[list[tuple[UIMessageChunk, float, PendingCall]], list[ActionRequest]]:
+    """The calls' final results (to pass after_tool_result) and the pending actions of the
+    calls that suspended instead, each the call's next episode (``sequence``)."""
+    final: list[tuple[UIMessageChunk, float, PendingCall]] = []
+    actions: list[ActionRequest] = []
+    for (chunk, ms), call in zip(results, calls, strict=True):
+        suspend = chunk.get("output")
+        if chunk.get("type") != "tool-output-available" or not isinstance(suspend, Suspend):
+            final.append((chunk, ms, call))
+            continue
+        actions.append(
+            ActionRequest(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool.name,
+                kind="input",
+                input=suspend.payload,
+                suspension=suspend.name,
+                answer_schema=answer_schema(call.tool.suspends[suspend.name]),
+                sequence=len(history.get(call.tool_call_id, ())),
+            )
+        )
+    return final, actions
+
+
+def latest_input(
+    history: Mapping[str, Sequence[SuspensionEpisode]], tool_call_id: str
+) -> SuspensionEpisode | None:
+    """The call's latest episode when it is an input suspension: it, not the run's
+    ``executing_tool_calls`` (which counts any earlier episode), says where the call is."""
+    episodes = history.get(tool_call_id, ())
+    if episodes and episodes[-1].kind == "input":
+        return episodes[-1]
+    return None
+
+
+def input_entry(tool_name: str, tool_call_id: str, episode: SuspensionEpisode) -> ResumeEntry:
+    """LC-133: the resume entry of an answered input suspension: the validated answer as
+    stored, and a reference to its pending action."""
+    resolution = episode.resolution if isinstance(episode.resolution, Mapping) else {}
+    return ResumeEntry(
+        name=tool_name,
+        suspension=episode.name,
+        resume=resolution.get("answer"),
+        action={
+            "id": episode.action_id,
+            "kind": "input",
+            "toolCallId": tool_call_id,
+            "suspension": episode.name,
+        },
+    )

@@ -9,8 +9,8 @@ never left in a state a model provider rejects. Provider-executed calls are the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from pai_agents import tracing
 from pai_agents.abort import AbortSignal
@@ -19,6 +19,10 @@ from pai_agents.engine.store import ActionRequest
 from pai_agents.ids import new_id
 from pai_agents.messages.types import UIMessage, UIMessageChunk, UIMessagePart
 from pai_agents.tools import ToolContext, ToolData, ToolError
+
+if TYPE_CHECKING:
+    from pai_agents.lifecycle.inputs import ToolExecutionEntry
+    from pai_agents.lifecycle.suspensions import SuspensionEpisode
 
 __all__ = [
     "ResultSource",
@@ -89,11 +93,15 @@ async def execute_call(
     signal: AbortSignal,
     data: ToolData | None = None,
     capabilities: Mapping[str, Any] | None = None,
+    entry: ToolExecutionEntry | None = None,
+    suspend_history: Sequence[SuspensionEpisode] = (),
 ) -> UIMessageChunk:
     """Run one validated call; any failure becomes a model-visible ``tool-output-error``.
 
     ``data`` is the call's ToolData writer (``ctx.data``); without one, writes are only kept
-    on the writer."""
+    on the writer. ``entry`` and ``suspend_history``: a resumed suspension's (``ctx.entry``,
+    ``ctx.suspend_history``). A returned ``ctx.suspend(...)`` comes back as the chunk's
+    ``output`` (see :mod:`pai_agents.engine.suspensions`)."""
     tool, parsed, call_id = call.tool, call.parsed, call.tool_call_id
     context = ToolContext(
         tool_call_id=call_id,
@@ -106,6 +114,9 @@ async def execute_call(
         messages=list(history),  # type: ignore[arg-type]
         data=data if data is not None else ToolData(call_id),
         capabilities=capabilities or {},
+        entry=entry,
+        suspend_history=tuple(suspend_history),
+        suspends=tool.suspends,
     )
     with tracing.tool_span(tool_name=tool.name, tool_call_id=call_id) as span:
         try:

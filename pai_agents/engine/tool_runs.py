@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pai_agents._callables import call_user
@@ -21,6 +21,7 @@ from pai_agents.engine.run_state import RunState
 from pai_agents.engine.step_stream import PendingCall
 from pai_agents.engine.tool_calls import execute_call, settle_chunk
 from pai_agents.engine.tool_data import tool_data_hub
+from pai_agents.lifecycle.inputs import ResumeEntry
 from pai_agents.messages.types import UIMessageChunk
 from pai_agents.tools import ToolFailure
 
@@ -28,15 +29,23 @@ __all__ = ["run_tools"]
 
 
 async def run_tools(
-    state: RunState, calls: Sequence[PendingCall], generation: Generation
+    state: RunState,
+    calls: Sequence[PendingCall],
+    generation: Generation,
+    entries: Mapping[str, ResumeEntry] | None = None,
 ) -> list[tuple[UIMessageChunk, float]]:
-    """Each call's result chunk and its duration in ms, in the order of ``calls``."""
+    """Each call's result chunk and its duration in ms, in the order of ``calls``.
+
+    ``entries``: the resume entry of each call re-entered after an answered suspension
+    (its ``ctx.entry``; ``ctx.suspend_history`` is the run state's history of the call)."""
     if not calls:
         return []
+    entries = entries or {}
     mapped = any(_mapper(state, c) is not None for c in calls)
     if "after_tool_result" not in state.phases and not mapped:
         # Nobody reads durations or mapped contexts: one batch, untimed.
-        return [(c, 0.0) for c in await _execute(state, calls, generation, state.behavior)]
+        done = await _execute(state, calls, generation, state.behavior, entries)
+        return [(c, 0.0) for c in done]
 
     async def timed(call: PendingCall) -> tuple[UIMessageChunk, float]:
         behavior = state.behavior
@@ -45,7 +54,7 @@ async def run_tools(
             context = await call_user(mapper, behavior)
             behavior = dataclasses.replace(behavior, runtime_context=context)
         t0 = time.perf_counter()
-        [chunk] = await _execute(state, [call], generation, behavior)
+        [chunk] = await _execute(state, [call], generation, behavior, entries)
         return chunk, round((time.perf_counter() - t0) * 1000, 3)
 
     return list(await asyncio.gather(*(timed(c) for c in calls)))
@@ -61,6 +70,7 @@ async def _execute(
     calls: Sequence[PendingCall],
     generation: Generation,
     behavior: AgentBehaviorInput,
+    entries: Mapping[str, ResumeEntry],
 ) -> list[UIMessageChunk]:
     """Execute calls concurrently; a cancel settles the ones still running."""
     claim, signal = state.claim, state.signal
@@ -78,6 +88,8 @@ async def _execute(
                 signal=signal,
                 data=hub.writer(call.tool_call_id),
                 capabilities=operation_capabilities(call.tool.capabilities, state.capabilities),
+                entry=entries.get(call.tool_call_id),
+                suspend_history=state.suspensions.get(call.tool_call_id, ()),
             )
         )
         for call in calls

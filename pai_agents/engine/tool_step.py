@@ -6,8 +6,9 @@ call may be cut short and the model did not finish its turn), and those beyond t
 ``max_tool_calls_per_step``. The others pass ``before_tool_call``; those left are split into
 server calls and calls that wait for a person or a client. The step is committed with every
 call recorded before any runs (at-most-once), the server calls execute, their results pass
-``after_tool_result``, and the step ends: waiting on pending actions, cancelled, completed,
-or on to the next step.
+``after_tool_result`` (those that returned ``ctx.suspend(...)`` wait instead, as pending
+actions of kind ``input``), and the step ends: waiting on pending actions, cancelled,
+completed, or on to the next step.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pai_agents.engine.run_state import RunState
 from pai_agents.engine.step_facts import StepReport, max_steps_reached
 from pai_agents.engine.step_stream import PendingCall
 from pai_agents.engine.store import RunOutcome, StepRecord
+from pai_agents.engine.suspensions import split_suspended
 from pai_agents.engine.tool_calls import error_chunk, route_calls, settle_chunk, tool_name_of
 from pai_agents.engine.tool_hooks import after_tool, before_tool
 from pai_agents.engine.tool_runs import run_tools
@@ -110,10 +112,13 @@ async def finish_tool_step(
         lease, message=generation.message, step=record, replace_open=generation.checkpointed
     )
     raw = await run_tools(state, server_calls, generation)
+    # A call whose execute returned ctx.suspend(...) has no result yet (LC-140): it waits.
+    finals, suspended = split_suspended(raw, server_calls, state.suspensions)
+    actions += suspended
     results = [await after_tool(state, step, chunk, c.tool.name, c.input) for chunk, c in decided]
     results += [
         await after_tool(state, step, chunk, c.tool.name, c.input, duration_ms=ms)
-        for (chunk, ms), c in zip(raw, server_calls, strict=True)
+        for chunk, ms, c in finals
     ]
     await generation.emit(*results)
     after = await after_step(state, step, generation.message, report, request)
@@ -127,9 +132,14 @@ async def finish_tool_step(
         return waiting
     if actions:
         # LC-148: complete cancels the waiting calls in the completing transaction.
+        inputs = {c.tool_call_id: c.input for c in calls}  # an input action's is its payload
         cancelled = [
             await after_tool(
-                state, step, settle_chunk(a.tool_call_id, "cancel"), a.tool_name, a.input
+                state,
+                step,
+                settle_chunk(a.tool_call_id, "cancel"),
+                a.tool_name,
+                inputs.get(a.tool_call_id, a.input),
             )
             for a in actions
         ]

@@ -203,12 +203,16 @@ class InitialEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class ResumeEntry:
-    """A suspended tool resuming: its name, resume payload and pending action (LC-133)."""
+    """A suspended tool resuming: its name, resume payload and pending action (LC-133).
+
+    ``name`` is the tool's name (LC-133); ``suspension`` the name of the suspension being
+    answered (``"approval"``, ``"client"`` or a declared one, docs/suspensions.md)."""
 
     name: str
     resume: Any
     action: Mapping[str, Any]
     type: Literal["resume"] = "resume"
+    suspension: str = ""
 
 
 ToolExecutionEntry: TypeAlias = InitialEntry | ResumeEntry
