@@ -66,7 +66,7 @@ from pai_threads.store.sql import (
     held_runs,
     queued_sql,
 )
-from pai_threads.store.suspensions import suspend_history_of
+from pai_threads.store.suspensions import action_request, suspend_history_of
 
 __all__ = ["ORMThreadStore"]
 
@@ -312,8 +312,9 @@ class ORMThreadStore:
                     tool_call_id=action.tool_call_id,
                     tool_name=action.tool_name,
                     kind=action.kind,
+                    sequence=action.sequence,
                     input=ensure_strict_json(action.input, what="tool input"),
-                    request={"approvalId": action.approval_id} if action.approval_id else {},
+                    request=action_request(action),
                 )
                 for action in actions
             )
