@@ -398,14 +398,18 @@ class QueueItem(models.Model):
 
 
 class PendingAction(models.Model):
-    """A tool call waiting for a person or a client: an approval, or a client tool's result.
+    """A tool call waiting for a person or a client: one durable suspension episode.
 
-    Bound to the exact run, tool call id and input; accepted once only.
+    An approval, a client tool's result, or a person's typed answer to a suspension the tool
+    declared (``input``: ``request`` holds the suspension's name and answer schema, ``input``
+    the payload shown, docs/suspensions.md). Bound to the exact run, tool call and episode
+    (``sequence``: a call may suspend again after each answer); accepted once only.
     """
 
     class Kind(models.TextChoices):
         APPROVAL = "approval"
         CLIENT = "client"
+        INPUT = "input"
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -420,6 +424,7 @@ class PendingAction(models.Model):
     message_id = models.CharField(max_length=100)
     tool_call_id = models.CharField(max_length=200)
     tool_name = models.CharField(max_length=100)
+    sequence = models.PositiveIntegerField(default=0)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     input = models.JSONField()
     request = models.JSONField(default=dict, blank=True)
@@ -433,7 +438,13 @@ class PendingAction(models.Model):
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "tool_call_id"], name="pai_action_per_tool_call"
+                fields=["run", "tool_call_id", "sequence"], name="pai_action_per_episode"
+            ),
+            # At most one episode of a call waits at a time.
+            models.UniqueConstraint(
+                fields=["run", "tool_call_id"],
+                condition=models.Q(status="pending"),
+                name="pai_action_one_pending",
             ),
         ]
         indexes = [

@@ -15,16 +15,24 @@ from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from datetime import datetime
 from typing import Any, cast
 
+from pai_agents.engine.store import ActionRequest
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_threads.models import PendingAction
 
-__all__ = ["episode_public", "join_suspensions", "suspend_history_of", "suspension_episode"]
+__all__ = [
+    "action_request",
+    "episode_public",
+    "join_suspensions",
+    "suspend_history_of",
+    "suspension_episode",
+]
 
 # Everything a client may see of an action; ``submitted_by`` (identity data) stays private.
 _PUBLIC_COLUMNS = (
     "id",
     "message_id",
     "tool_call_id",
+    "sequence",
     "kind",
     "status",
     "input",
@@ -40,24 +48,41 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
 
 
+def action_request(action: ActionRequest) -> dict[str, Any]:
+    """The ``request`` column of a new episode: the approval id of an approval, the
+    suspension's name and answer schema of a declared (input) suspension."""
+    request: dict[str, Any] = {}
+    if action.approval_id:
+        request["approvalId"] = action.approval_id
+    if action.kind == "input":
+        request["suspension"] = action.suspension
+        request["schema"] = dict(action.answer_schema or {})
+    return request
+
+
 def suspension_episode(action: PendingAction) -> SuspensionEpisode:
     """The hook view of one episode (``suspend_history`` entries)."""
+    request = action.request or {}
     return SuspensionEpisode(
         action_id=action.id,
         kind=cast(Any, action.kind),
         status=cast(Any, action.status),
         payload=action.input,
         resolution=action.response,
-        approval_id=(action.request or {}).get("approvalId"),
+        approval_id=request.get("approvalId"),
         suspended_at=_iso(action.created_at),
         resolved_at=_iso(action.resolved_at),
+        name=str(request.get("suspension") or action.kind),
+        answer_schema=request.get("schema"),
     )
 
 
 def episode_public(action: PendingAction) -> dict[str, Any]:
-    """The client view of one episode: the hook view's fields, camelCase."""
+    """The client view of one episode: the hook view's fields, camelCase. An input episode
+    also names its suspension and the answer's schema (the built-in kinds keep their
+    shape: their kind is their name)."""
     episode = suspension_episode(action)
-    return {
+    public: dict[str, Any] = {
         "id": episode.action_id,
         "kind": episode.kind,
         "status": episode.status,
@@ -67,6 +92,10 @@ def episode_public(action: PendingAction) -> dict[str, Any]:
         "suspendedAt": episode.suspended_at,
         "resolvedAt": episode.resolved_at,
     }
+    if episode.kind == "input":
+        public["name"] = episode.name
+        public["answerSchema"] = episode.answer_schema
+    return public
 
 
 def _is_tool(part: Mapping[str, Any]) -> bool:
@@ -91,7 +120,7 @@ def join_suspensions(thread_id: str, messages: Iterable[MutableMapping[str, Any]
             thread_id=thread_id, message_id__in={str(m["id"]) for m in targets}
         )
         .only(*_PUBLIC_COLUMNS)
-        .order_by("created_at", "id")
+        .order_by("sequence", "created_at", "id")
     )
     for action in rows:
         episodes.setdefault((action.message_id, action.tool_call_id), []).append(
@@ -121,6 +150,6 @@ def suspend_history_of(
     engine never asks on an initial dispatch)."""
     found: dict[str, list[SuspensionEpisode]] = {}
     rows = PendingAction.objects.filter(run_id=run_id, tool_call_id__in=list(tool_call_ids))
-    for action in rows.order_by("created_at", "id"):
+    for action in rows.order_by("sequence", "created_at", "id"):
         found.setdefault(action.tool_call_id, []).append(suspension_episode(action))
     return found
