@@ -47,6 +47,7 @@ from pai_threads.websocket.frames import (
 )
 from pai_threads.websocket.identity import resolve_scope_identity
 from pai_threads.websocket.snapshot import build_snapshot
+from pai_threads.websocket.transport import write_eagerly
 
 __all__ = ["ThreadConsumer"]
 
@@ -99,6 +100,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.scope = scope
         self._server_send = send
         self._frame_send = _frame_sender(send)
+        write_eagerly(self._frame_send)  # daphne: each frame to the socket at once
         self.base_send = self._send_to_server
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
         sources: list[Callable[[], Awaitable[Any]]] = [receive]
