@@ -114,6 +114,9 @@ class ActionOut(CamelSchema):
     status: str
     approval_id: str | None
     created_at: datetime
+    # An input suspension's name and the JSON schema of its answer (docs/suspensions.md).
+    suspension: str | None = None
+    answer_schema: dict[str, Any] | None = None
 
 
 # -- the rows' fields ----------------------------------------------------------------------
@@ -207,6 +210,8 @@ def action_out(action: PendingAction) -> dict[str, Any]:
         "status": action.status,
         "approval_id": action.request.get("approvalId"),
         "created_at": action.created_at,
+        "suspension": action.request.get("suspension"),
+        "answer_schema": action.request.get("schema"),
     }
 
 
