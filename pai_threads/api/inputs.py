@@ -170,13 +170,18 @@ class SendIn(InputSchema):
 
 
 class ActionIn(InputSchema):
-    """An approval (``approved``, ``reason``) or a client tool result (``output`` or
-    ``errorText``); ``output`` is any JSON, ``null`` included."""
+    """An approval (``approved``, ``reason``), a client tool result (``output`` or
+    ``errorText``), or the answer to a suspension the tool declared (``answer``, validated
+    against its schema: docs/suspensions.md); ``output`` is any JSON, ``null`` included."""
 
     approved: bool | None = optional()
     reason: str | None = optional(max_length=2000)
     output: Any = None
     error_text: str | None = optional(max_length=10_000)
+    answer: Any = Field(
+        default=None,
+        description="An input suspension's answer: matches the action's answerSchema.",
+    )
 
 
 class AiSdkChatIn(InputSchema):

@@ -252,6 +252,7 @@ def list_actions(request: HttpRequest, thread_id: str | None = None) -> list[dic
     tags=["actions"],
 )
 def submit_action(request: HttpRequest, action_id: str, body: ActionIn) -> dict[str, Any]:
-    """Approve or deny a tool call, or give a client tool's result; accepted once only."""
+    """Approve or deny a tool call, give a client tool's result, or answer a declared
+    suspension (``answer``, validated: 422 ``invalid_answer``); accepted once only."""
     answer = body.model_dump(exclude_unset=True, by_alias=True)
     return action_out(services.submit_action(request_identity(request), action_id, answer))

@@ -1,4 +1,5 @@
-"""Pending actions: answering one (an approval, a client tool's result) and reading them.
+"""Pending actions: answering one (an approval, a client tool's result, the typed answer to
+a suspension the tool declared) and reading them.
 
 Commands are never serialized into messages: a renderer holding a message and one of its
 tool parts asks for the action of exactly that pair (:func:`get_pending_action`, MF-024)
@@ -16,6 +17,7 @@ from typing import Any, Literal, cast
 
 from django.db import transaction
 from django.utils import timezone
+from pydantic import BaseModel, ValidationError
 
 from pai_agents.engine.events import RunEvent
 from pai_agents.engine.tool_calls import error_chunk
@@ -25,6 +27,7 @@ from pai_threads.conf import pai_settings
 from pai_threads.errors import ActionConflict, InvalidInput, NotFound
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import run_and_side_state, stored_message_committed
+from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
 from pai_threads.services.input_guard import check_json, lookup_id
@@ -32,6 +35,7 @@ from pai_threads.services.threads import get_thread
 from pai_threads.store.admission import dispatch_after_commit
 
 __all__ = [
+    "AnswerInvalid",
     "PendingActionView",
     "answered_message",
     "fulfil_action",
@@ -44,7 +48,9 @@ __all__ = [
 def submit_action(
     identity: Identity, action_id: str, response: Mapping[str, Any], *, dispatch: bool = True
 ) -> PendingAction:
-    """Answer a pending action once: approve/deny a call, or give a client tool's result.
+    """Answer a pending action once: approve/deny a call, give a client tool's result, or
+    answer a declared suspension (``{"answer": ...}``; :class:`AnswerInvalid` when it does
+    not match the declared model, and the action stays pending).
 
     The action is bound to its run, tool call and input: the answer applies to exactly that
     call. When the run has no other pending action it resumes (dispatched after commit).
@@ -89,13 +95,20 @@ def _submit(
             raise NotFound("pending action not found")  # its thread was deleted meanwhile
         if action.status != PendingAction.Status.PENDING:
             raise ActionConflict("this action was already answered or cancelled")
-        chunk = _answer_chunk(action, response, source)
-        row = Message.objects.get(run_id=action.run_id, message_id=action.message_id)
-        reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
-        reducer.apply(chunk)
-        Message.objects.filter(pk=row.pk).update(
-            parts=reducer.message["parts"], updated_at=timezone.now()
-        )
+        if action.kind == PendingAction.Kind.INPUT:
+            # The tool part stays input-available: the episode holds the answer until the
+            # call re-enters execute (docs/suspensions.md).
+            response = _input_answer(action, response)
+        else:
+            chunk = _answer_chunk(action, response, source)
+            row = Message.objects.get(run_id=action.run_id, message_id=action.message_id)
+            reducer = MessageReducer(
+                {"id": row.message_id, "role": "assistant", "parts": row.parts}
+            )
+            reducer.apply(chunk)
+            Message.objects.filter(pk=row.pk).update(
+                parts=reducer.message["parts"], updated_at=timezone.now()
+            )
         action.status = PendingAction.Status.SUBMITTED
         action.response = ensure_strict_json(dict(response), what="response")
         action.submitted_by = submitted_by
@@ -114,6 +127,47 @@ def _submit(
             if resumed and dispatch:
                 dispatch_after_commit(action.run_id)
     return action
+
+
+class AnswerInvalid(InvalidInput):
+    """An input suspension's answer does not match the model the tool declared;
+    ``details.errors`` lists each field. Nothing changed: the action is still pending."""
+
+    code = "invalid_answer"
+
+    def __init__(self, message: str, errors: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.details = {"errors": errors}
+
+
+def _input_answer(action: PendingAction, response: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer validated against the declared model, normalized (its JSON dump)."""
+    if set(response) != {"answer"}:
+        raise InvalidInput("an input suspension needs {'answer': <the answer>} and nothing else")
+    name = str((action.request or {}).get("suspension") or "")
+    model = _answer_model(action, name)
+    try:
+        parsed = model.model_validate(response["answer"])
+    except ValidationError as exc:
+        errors = [
+            {"loc": [str(p) for p in e["loc"]], "msg": str(e["msg"]), "type": str(e["type"])}
+            for e in exc.errors()
+        ]
+        raise AnswerInvalid(f"the answer does not match suspension {name!r}", errors) from exc
+    return {"answer": parsed.model_dump(mode="json")}
+
+
+def _answer_model(action: PendingAction, name: str) -> type[BaseModel]:
+    """The answer model the run's agent declares for this suspension, now."""
+    agent_name = Run.objects.filter(pk=action.run_id).values_list("agent_name", flat=True).get()
+    try:
+        tool = registry.get_agent(agent_name).tools.get(action.tool_name)
+    except registry.AgentNotFound:
+        tool = None
+    model = tool.suspends.get(name) if tool is not None else None
+    if model is None:
+        raise ActionConflict(f"tool {action.tool_name} no longer declares suspension {name!r}")
+    return model
 
 
 def _answered_events(action: PendingAction) -> list[RunEvent]:
@@ -175,15 +229,18 @@ class PendingActionView:
     message_id: str
     tool_call_id: str
     tool_name: str
-    kind: Literal["approval", "client"]
+    kind: Literal["approval", "client", "input"]
     input: Any
     approval_id: str | None
     created_at: datetime
     identity: Identity = field(repr=False, compare=False)
+    # An input suspension's name and the JSON schema of its answer (None otherwise).
+    suspension: str | None = None
+    answer_schema: Mapping[str, Any] | None = None
 
     def submit(self, response: Mapping[str, Any], *, dispatch: bool = True) -> PendingAction:
-        """Answer it (``{"approved", "reason"?}``, or ``{"output"}`` / ``{"errorText"}``) as
-        :func:`submit_action` does: once only, scoped to the identity."""
+        """Answer it (``{"approved", "reason"?}``, ``{"output"}`` / ``{"errorText"}``, or
+        ``{"answer"}``) as :func:`submit_action` does: once only, scoped to the identity."""
         return submit_action(self.identity, self.id, response, dispatch=dispatch)
 
 
@@ -234,6 +291,8 @@ def get_pending_action(
         approval_id=(action.request or {}).get("approvalId"),
         created_at=action.created_at,
         identity=identity,
+        suspension=(action.request or {}).get("suspension"),
+        answer_schema=(action.request or {}).get("schema"),
     )
 
 

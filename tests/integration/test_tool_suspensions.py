@@ -1,0 +1,258 @@
+"""Declared tool suspensions on the real database (docs/suspensions.md): a tool that asks a
+person for an address, then a confirmation, each a durable ``input`` pending action answered
+through the same submit path as approvals (HTTP, websocket, services), validated against the
+declared model, accepted once, scoped to the caller; joined onto the tool part (MF-023).
+
+The engine half is tests/unit/engine/test_tool_suspensions.py; the worker-restart
+acceptance test is tests/integration/test_tool_suspensions_workers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from pai_threads import services
+from pai_threads.errors import ActionConflict, NotFound
+from pai_threads.execution import registry
+from pai_threads.execution.execute import aexecute_run
+from pai_threads.identity import Identity
+from pai_threads.models import Message, PendingAction, Run, Thread
+from pai_threads.services.actions import AnswerInvalid
+from pai_threads.websocket import commands
+from tests.support.suspension_agents import collector, lines
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+API = "/api/pai"
+ADDRESS = {"street": "1 Rue de la Paix", "city": "Paris"}
+
+
+def _no_dispatch(submit: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *args, **kwargs: submit(*args, **{**kwargs, "dispatch": False})
+
+
+@pytest.fixture(autouse=True)
+def _collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector agent is served here; answers do not dispatch (each test executes
+    the resumed run itself, in this process)."""
+    agents = {**registry.agents(), collector.name: collector}
+    monkeypatch.setattr(registry, "agents", lambda: agents)
+    monkeypatch.setattr(services, "submit_action", _no_dispatch(services.submit_action))
+
+
+def _waiting(identity: Identity, path: Path) -> tuple[Thread, Run, PendingAction]:
+    """A collector thread whose run waits on the address suspension."""
+    thread = services.create_thread(identity, agent="collector")
+    text = f"ship o-1 {path}"
+    sent = services.send(
+        identity, thread.id, {"parts": [{"type": "text", "text": text}]}, dispatch=False
+    )
+    assert sent.run is not None
+    outcome = asyncio.run(aexecute_run(sent.run.id))
+    assert outcome is not None and outcome.status == "waiting"
+    return thread, sent.run, PendingAction.objects.get(run=sent.run, status="pending")
+
+
+def _resume(run: Run) -> str:
+    outcome = asyncio.run(aexecute_run(run.id))
+    assert outcome is not None
+    return outcome.status
+
+
+def _ship_part(thread: Thread) -> dict[str, Any]:
+    row = Message.objects.filter(thread=thread, role="assistant", step_index=0).get()
+    [part] = [p for p in row.parts if p["type"] == "tool-ship"]
+    return part
+
+
+def _csrf(client: Client) -> dict[str, str]:
+    client.get("/")
+    token = client.cookies.get("csrftoken")
+    return {"HTTP_X_CSRFTOKEN": token.value} if token else {}
+
+
+def _post(client: Client, path: str, body: Any) -> Any:
+    return client.post(
+        f"{API}{path}", data=json.dumps(body), content_type="application/json", **_csrf(client)
+    )
+
+
+def _api_part(client: Client, thread_id: str) -> dict[str, Any]:
+    page = client.get(f"{API}/threads/{thread_id}/messages").json()["messages"]
+    return next(p for m in page for p in m["parts"] if p.get("type") == "tool-ship")
+
+
+def test_two_episode_collection_completes_exactly_once(api_client: Client, tmp_path: Path) -> None:
+    """MF-023, MF-024, LC-140: the address is asked and answered over HTTP, the confirmation
+    over the websocket; each episode is a row of its own, joined onto the tool part in order;
+    the tool ships once and the model sees the final output."""
+    created = _post(api_client, "/threads", {"agent": "collector"})
+    assert created.status_code == 201, created.content
+    thread_id = created.json()["id"]
+    identity = Identity(
+        scope_key=f"session:{api_client.session.session_key}", data={"anonymous": True}
+    )
+    counter = tmp_path / "ship.log"
+    sent = services.send(
+        identity,
+        thread_id,
+        {"parts": [{"type": "text", "text": f"ship o-1 {counter}"}]},
+        dispatch=False,
+    )
+    assert sent.run is not None
+    assert _resume(sent.run) == "waiting"
+
+    # The pending action: listed, with the suspension's name and the answer's schema.
+    [listed] = api_client.get(f"{API}/actions").json()
+    assert (listed["kind"], listed["suspension"], listed["toolName"]) == (
+        "input",
+        "address",
+        "ship",
+    )
+    assert listed["input"] == {"prompt": "Where should o-1 go?"}
+    assert listed["answerSchema"]["required"] == ["street", "city"]
+    part = _api_part(api_client, thread_id)
+    assert part["state"] == "input-available"  # a valid AI SDK part: no PAI state in it
+    assert part["pendingSuspension"]["name"] == "address"
+    assert part["pendingSuspension"]["id"] == listed["id"]
+
+    answered = _post(api_client, f"/actions/{listed['id']}", {"answer": ADDRESS})
+    assert answered.status_code == 200, answered.content
+    assert Run.objects.get(pk=sent.run.id).status == Run.Status.QUEUED
+    assert _resume(sent.run) == "waiting"
+
+    confirm = PendingAction.objects.get(run_id=sent.run.id, status="pending")
+    assert (confirm.kind, confirm.sequence, confirm.request["suspension"]) == (
+        "input",
+        1,
+        "confirm",
+    )
+    assert confirm.input == {"to": "1 Rue de la Paix, Paris"}
+    frame = {"type": "submit-action", "actionId": confirm.id, "value": {"answer": {"ok": True}}}
+    reply = asyncio.run(commands.run_command(identity, thread_id, frame))
+    assert reply["type"] == "ack", reply
+    assert _resume(sent.run) == "completed"
+
+    assert lines(counter) == ["enter", "enter", "enter", "shipped"]  # shipped exactly once
+    part = _api_part(api_client, thread_id)
+    assert part["state"] == "output-available"
+    assert part["output"] == {"shipped": "o-1", "to": "Paris"}
+    assert [(e["name"], e["status"]) for e in part["suspensions"]] == [
+        ("address", "executing"),
+        ("confirm", "executing"),
+    ]
+    assert [e["resolution"] for e in part["suspensions"]] == [
+        {"answer": ADDRESS},
+        {"answer": {"ok": True}},
+    ]
+    assert part["pendingSuspension"] is None
+    final = Message.objects.filter(run_id=sent.run.id).order_by("-id").first()
+    assert final is not None and "Paris" in json.dumps(final.parts)
+    rows = PendingAction.objects.filter(run_id=sent.run.id).order_by("sequence")
+    assert [r.submitted_by for r in rows] == [
+        {"scopeKey": identity.scope_key, "anonymous": True},
+        {"scopeKey": identity.scope_key, "anonymous": True},
+    ]
+
+
+def test_a_bad_answer_is_refused_with_a_typed_error_and_nothing_is_lost(
+    api_client: Client, tmp_path: Path
+) -> None:
+    """A wrong answer gets 422 ``invalid_answer`` with the field errors; the action stays
+    pending, the run waiting; the right answer afterwards is accepted."""
+    created = _post(api_client, "/threads", {"agent": "collector"})
+    thread_id = created.json()["id"]
+    identity = Identity(
+        scope_key=f"session:{api_client.session.session_key}", data={"anonymous": True}
+    )
+    sent = services.send(
+        identity,
+        thread_id,
+        {"parts": [{"type": "text", "text": f"ship o-2 {tmp_path / 'log'}"}]},
+        dispatch=False,
+    )
+    assert sent.run is not None and _resume(sent.run) == "waiting"
+    action = PendingAction.objects.get(run_id=sent.run.id)
+
+    bad = _post(api_client, f"/actions/{action.id}", {"answer": {"street": "", "town": "x"}})
+    assert bad.status_code == 422, bad.content
+    error = bad.json()["error"]
+    assert error["code"] == "invalid_answer"
+    assert {tuple(e["loc"]) for e in error["details"]["errors"]} == {("street",), ("city",)}
+    wrong_shape = _post(api_client, f"/actions/{action.id}", {"output": ADDRESS})
+    assert wrong_shape.status_code == 422 and wrong_shape.json()["error"]["code"] == (
+        "invalid_input"
+    )
+    action.refresh_from_db()
+    assert (action.status, action.response, action.submitted_by) == ("pending", None, None)
+    assert Run.objects.get(pk=sent.run.id).status == Run.Status.WAITING
+    assert _api_part(api_client, thread_id)["pendingSuspension"]["id"] == action.id
+
+    with pytest.raises(AnswerInvalid):
+        services.submit_action(identity, action.id, {"answer": "Paris"}, dispatch=False)
+    ok = _post(api_client, f"/actions/{action.id}", {"answer": ADDRESS})
+    assert ok.status_code == 200, ok.content
+
+
+def test_a_second_answer_to_the_same_episode_is_refused(alice: Identity, tmp_path: Path) -> None:
+    """Accepted once: the second answer gets ActionConflict (409) and the first stands."""
+    _thread, _run, action = _waiting(alice, tmp_path / "log")
+    services.submit_action(alice, action.id, {"answer": ADDRESS}, dispatch=False)
+    with pytest.raises(ActionConflict):
+        other = {"street": "2 Elm St", "city": "Oslo"}
+        services.submit_action(alice, action.id, {"answer": other}, dispatch=False)
+    action.refresh_from_db()
+    assert action.response == {"answer": ADDRESS}
+
+
+def test_another_tenant_cannot_answer(alice: Identity, bob: Identity, tmp_path: Path) -> None:
+    """Scoped: bob cannot see or answer alice's suspension (NotFound, as if missing), over
+    the service and the websocket frame."""
+    thread, _run, action = _waiting(alice, tmp_path / "log")
+    with pytest.raises(NotFound):
+        services.submit_action(bob, action.id, {"answer": ADDRESS}, dispatch=False)
+    frame = {"type": "submit-action", "actionId": action.id, "value": {"answer": ADDRESS}}
+    reply = asyncio.run(commands.run_command(bob, thread.id, frame))
+    assert reply["type"] == "error" and reply["code"] == "not_found", reply
+    assert services.list_actions(bob) == []
+    action.refresh_from_db()
+    assert action.status == "pending" and action.submitted_by is None
+
+
+def test_cancelling_a_run_waiting_on_an_input_suspension(alice: Identity, tmp_path: Path) -> None:
+    """The pending episode is cancelled, the call settled with the cancellation error, and
+    a late answer is refused; the tool never ships."""
+    counter = tmp_path / "log"
+    thread, run, action = _waiting(alice, counter)
+    services.cancel_run(alice, run.id)
+    run.refresh_from_db()
+    action.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED
+    assert action.status == PendingAction.Status.CANCELLED
+    part = _ship_part(thread)
+    assert part["state"] == "output-error"
+    assert part["toolMetadata"]["pai"]["source"] == "cancel"
+    with pytest.raises(ActionConflict):
+        services.submit_action(alice, action.id, {"answer": ADDRESS}, dispatch=False)
+    assert lines(counter) == ["enter"]
+
+
+def test_get_pending_action_names_the_suspension_and_its_schema(
+    alice: Identity, tmp_path: Path
+) -> None:
+    """MF-024: the sidecar of the (message, tool part) pair is the input episode, and its
+    submit() answers it."""
+    thread, run, action = _waiting(alice, tmp_path / "log")
+    view = services.get_pending_action(alice, thread.id, action.message_id, action.tool_call_id)
+    assert view is not None and view.kind == "input"
+    assert view.suspension == "address" and view.answer_schema is not None
+    assert set(view.answer_schema["properties"]) == {"street", "city"}
+    view.submit({"answer": ADDRESS}, dispatch=False)
+    assert Run.objects.get(pk=run.id).status == Run.Status.QUEUED
