@@ -46,7 +46,7 @@ from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedTool
 from pai_agents.reasoning_summary import ReasoningSummary, ReasoningSummaryInput
 from pai_agents.sync_calls import SyncRunner, run_sync, use_sync_runner
 from pai_agents.titles import ThreadTitleInput, ThreadTitles
-from pai_agents.tools import Tool, ToolContext, ToolError, ToolFailure, tool
+from pai_agents.tools import Suspend, Tool, ToolContext, ToolError, ToolFailure, tool
 
 __all__ = [
     "AbortSignal",
@@ -82,6 +82,7 @@ __all__ = [
     "ScriptedStep",
     "ScriptedToolCall",
     "StepRecord",
+    "Suspend",
     "SyncRunner",
     "ThreadStore",
     "ThreadTitleInput",
