@@ -175,7 +175,13 @@ class Run(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "created_at"], name="pai_run_thread_created"),
-            models.Index(fields=["status", "lease_expires_at"], name="pai_run_status_lease"),
+            # What the sweeper and the recovery look for: runs still queued or running. An
+            # ended run's row version adds no entry here (less WAL per run, migration 0014).
+            models.Index(
+                fields=["status", "lease_expires_at"],
+                condition=Q(status__in=["queued", "running"]),
+                name="pai_run_status_lease",
+            ),
             # A scope's runs (budgets, usage roll-ups): an index-only scan, then each run's
             # steps through pai_step_index_per_run.
             models.Index(fields=["scope_key", "id"], name="pai_run_scope"),
@@ -217,7 +223,8 @@ class Message(models.Model):
         Thread, on_delete=models.CASCADE, related_name="messages", db_index=False
     )
     scope_key = models.CharField(max_length=200)
-    # Indexed by pai_msg_run (no varchar_pattern_ops twin: run ids are never LIKE-matched).
+    # Indexed by pai_one_message_per_step (run, step_index), which leads with it (migration
+    # 0014; no varchar_pattern_ops twin: run ids are never LIKE-matched).
     run = models.ForeignKey(
         Run,
         on_delete=models.CASCADE,
@@ -249,11 +256,8 @@ class Message(models.Model):
             models.UniqueConstraint(
                 fields=["thread", "message_id"], name="pai_message_id_per_thread"
             ),
-            models.UniqueConstraint(
-                fields=["run", "step_index"],
-                condition=Q(step_index__isnull=False),
-                name="pai_one_message_per_step",
-            ),
+            # Also the run's index (its messages by run): NULL step indexes never collide.
+            models.UniqueConstraint(fields=["run", "step_index"], name="pai_one_message_per_step"),
             models.CheckConstraint(
                 condition=Q(role__in=["system", "user", "assistant"]), name="pai_message_role_valid"
             ),
@@ -266,7 +270,6 @@ class Message(models.Model):
         indexes = [
             # Thread order: the tail check of a checkpoint (MF-043) is one index probe.
             models.Index(fields=["thread", "id"], name="pai_msg_thread_position"),
-            models.Index(fields=["run"], name="pai_msg_run"),
             models.Index(
                 fields=["thread", "id"], condition=Q(in_transcript=True), name="pai_msg_transcript"
             ),

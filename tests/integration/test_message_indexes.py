@@ -55,7 +55,10 @@ def test_run_and_step_writes_maintain_no_redundant_index() -> None:
     assert _plain_on("pai_threads_run", ["thread_id"]) == []
     assert _plain_on("pai_threads_run", ["id"]) == []
     assert _plain_on("pai_threads_step", ["run_id"]) == []
-    assert _plain_on("pai_threads_message", ["run_id"]) == ["pai_msg_run"]
+    # 0014: the run's messages through the unique (run, step_index) rule, no index of their own.
+    assert _plain_on("pai_threads_message", ["run_id"]) == []
+    per_step = _indexes_of("pai_threads_message")["pai_one_message_per_step"]
+    assert per_step["columns"] == ["run_id", "step_index"] and per_step["unique"] is True
     run = _indexes_of("pai_threads_run")
     assert run["pai_one_active_run_per_thread"]["unique"] is True
     assert run["pai_run_thread_created"]["columns"] == ["thread_id", "created_at"]
@@ -63,3 +66,18 @@ def test_run_and_step_writes_maintain_no_redundant_index() -> None:
         "run_id",
         "index",
     ]
+
+
+def test_an_ended_run_and_a_thread_id_maintain_no_index_they_do_not_need() -> None:
+    """Migration 0014 (issue 16): the sweeper's index holds only queued and running runs,
+    and thread ids have no ``varchar_pattern_ops`` twin on PostgreSQL."""
+    status_lease = _indexes_of("pai_threads_run")["pai_run_status_lease"]
+    assert status_lease["columns"] == ["status", "lease_expires_at"]
+    assert _plain_on("pai_threads_thread", ["id"]) == []
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'pai_run_status_lease'"
+            )
+            (definition,) = cursor.fetchone()
+        assert "WHERE" in definition and "queued" in definition and "running" in definition
