@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import Tool as MCPTool
 
@@ -68,6 +68,12 @@ def build_server() -> MCPServer[Any]:
     def fail(message: str) -> str:
         _record("fail", {"message": message})
         raise ToolError(message)
+
+    @server.tool(description="The X-Pai-User header the request carried (HTTP only).")
+    def whoami(ctx: Context[Any, Any]) -> str:
+        request = ctx.request_context.request
+        headers = getattr(request, "headers", None) or {}
+        return str(headers.get("x-pai-user", "nobody"))
 
     @server.tool(description="Block until the test releases this tag.")
     async def slow(tag: str) -> str:

@@ -47,7 +47,7 @@ async def test_a_run_calls_an_mcp_tool_end_to_end(server_of: Any, state: Path) -
     assert calls(state) == [{"tool": "add", "arguments": {"a": 2, "b": 3}}]
     first, second = h.model.requests
     advertised = {spec["name"]: spec for spec in first.tools}
-    assert set(advertised) == {"lookup", "echo", "add", "fail", "slow"}
+    assert set(advertised) == {"lookup", "echo", "add", "fail", "slow", "whoami"}
     assert advertised["add"]["inputSchema"]["required"] == ["a", "b"]
     assert "5" in str(second.messages)  # the model saw the MCP result
 
@@ -178,6 +178,34 @@ async def test_cancelling_a_run_settles_its_mcp_call(server_of: Any, state: Path
         release(state, "c")
     [part] = _parts(h, "tool-slow")
     assert part["toolMetadata"] == {"pai": {"source": "cancel"}}
+
+
+async def test_headers_reach_the_server_only_when_configured(http_url: str, state: Path) -> None:
+    """docs/mcp.md, Security: nothing about the caller is sent unless a headers callable
+    puts it there; the callable gets the run's identity."""
+    plain = harness(
+        [ScriptedStep.call("whoami", {}), ScriptedStep.reply("x")],
+        tools=[],
+        mcp_servers=[http_server(http_url)],
+    )
+    assert (await plain.run()).status == "completed"
+    assert _parts(plain, "tool-whoami")[0]["output"] == {"result": "nobody"}
+    seen: list[Any] = []
+
+    def headers(run: Any) -> dict[str, str]:
+        seen.append(run)
+        return {"X-Pai-User": f"user-{run.thread_id[-4:]}"}
+
+    forwarded = harness(
+        [ScriptedStep.call("whoami", {}), ScriptedStep.reply("x")],
+        tools=[],
+        mcp_servers=[http_server(http_url, headers=headers)],
+    )
+    assert (await forwarded.run()).status == "completed"
+    [run] = seen
+    assert run.run_id == forwarded.run_id and run.identity == {}
+    expected = f"user-{forwarded.thread_id[-4:]}"
+    assert _parts(forwarded, "tool-whoami")[0]["output"] == {"result": expected}
 
 
 class _Reports:
