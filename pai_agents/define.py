@@ -136,6 +136,7 @@ def define_agent(
     )
     provider_map = provider_tool_map(name, provider_tools, tool_map)
     command_by_name = command_map(name, commands, tools=tool_map, run_metadata=run_metadata)
+    servers = mcp_server_tuple(name, mcp_servers)
     operations = [
         *((key, tool.capabilities) for key, tool in tool_map.items()),
         *((f"command {key}", item.capabilities) for key, item in command_by_name.items()),
@@ -143,7 +144,9 @@ def define_agent(
     return AgentDefinition(
         name=name,
         version=version
-        or default_version(name, tool_map, max_steps, provider_map, command_by_name),
+        or default_version(
+            name, tool_map, max_steps, provider_map, command_by_name, mcp_servers=servers
+        ),
         description=description,
         instructions=instructions,
         model=model,
@@ -167,5 +170,5 @@ def define_agent(
         max_tool_calls_per_step=max_tool_calls_per_step,
         commands=command_by_name,
         capabilities=fold_capabilities(name, operations),
-        mcp_servers=mcp_server_tuple(name, mcp_servers),
+        mcp_servers=servers,
     )

@@ -208,6 +208,8 @@ def default_version(
     max_steps: int,
     provider_tools: Mapping[str, ProviderTool],
     commands: Mapping[str, Any] | None = None,
+    *,
+    mcp_servers: Sequence[MCPServer] = (),
 ) -> str:
     """A stable version PAI supplies when the application gives none (AD-002): a
     fingerprint of the definition's declared surface."""
@@ -227,6 +229,8 @@ def default_version(
             }
             for key, item in sorted(commands.items())
         }
+    if mcp_servers:  # where the tools come from and their options; never headers or env
+        surface["mcpServers"] = [_mcp_surface(server) for server in mcp_servers]
     digest = hashlib.sha256(json.dumps(surface, sort_keys=True, default=str).encode())
     return f"pai-{digest.hexdigest()[:12]}"
 
@@ -250,3 +254,21 @@ def mcp_server_tuple(name: str, servers: Iterable[MCPServer]) -> tuple[MCPServer
     if missing:
         raise AgentDefinitionError(f"agent {name!r}: {missing}")
     return result
+
+
+def _mcp_surface(server: MCPServer) -> dict[str, Any]:
+    return {
+        "name": server.name,
+        "transport": server.transport,
+        "command": [server.command, *server.args],
+        "url": server.url,
+        "prefix": server.prefix,
+        "allow": sorted(server.allow) if server.allow is not None else None,
+        "deny": sorted(server.deny),
+        "needsApproval": _selection(server.needs_approval),
+        "idempotent": _selection(server.idempotent),
+    }
+
+
+def _selection(value: bool | frozenset[str]) -> bool | list[str]:
+    return value if isinstance(value, bool) else sorted(value)

@@ -155,3 +155,21 @@ def test_results_map_to_outputs_and_model_visible_errors() -> None:
         result_output("t", _result(_text("no such file"), is_error=True))
     with pytest.raises(ToolError, match="MCP tool t reported an error"):
         result_output("t", _result(is_error=True))
+
+
+def test_the_default_version_fingerprints_the_servers_but_not_their_secrets() -> None:
+    """AD-002: the fingerprint covers the declared surface, MCP servers included; headers
+    and env are secrets, not surface."""
+    model = ScriptedModel()
+
+    def version(*servers: MCPServer) -> str:
+        return define_agent("a", instructions="x", model=model, mcp_servers=servers).version
+
+    plain = define_agent("a", instructions="x", model=model).version
+    calc = MCPServer.http("calc", url="http://x.test/mcp", headers={"Authorization": "one"})
+    rotated = MCPServer.http("calc", url="http://x.test/mcp", headers={"Authorization": "two"})
+    approving = MCPServer.http("calc", url="http://x.test/mcp", needs_approval={"add"})
+    assert version() == plain
+    assert version(calc) != plain
+    assert version(calc) == version(rotated)
+    assert version(approving) != version(calc)
