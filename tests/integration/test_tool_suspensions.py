@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from pai_agents import define_agent
+from pai_agents.lifecycle import AgentLifecycle
 from pai_threads import services
 from pai_threads.errors import ActionConflict, NotFound
 from pai_threads.execution import registry
@@ -256,3 +258,64 @@ def test_get_pending_action_names_the_suspension_and_its_schema(
     assert set(view.answer_schema["properties"]) == {"street", "city"}
     view.submit({"answer": ADDRESS}, dispatch=False)
     assert Run.objects.get(pk=run.id).status == Run.Status.QUEUED
+
+
+class _Recorder(AgentLifecycle):
+    """Records what the tool hooks see (LC-132, LC-133, LC-140)."""
+
+    def __init__(self) -> None:
+        self.before: list[Any] = []
+        self.after: list[Any] = []
+
+    def before_tool_call(self, input: Any) -> Any:
+        self.before.append(input)
+
+    def after_tool_result(self, input: Any) -> Any:
+        self.after.append(input)
+
+
+def test_lc_133_lc_140_tool_hooks_on_the_orm(
+    alice: Identity, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LC-132, LC-133: each resume enters before_tool_call with entry ``resume`` (the tool's
+    name, the suspension answered, the stored answer, the action) and the episodes read
+    from the database; LC-140: after_tool_result runs once, for the final output."""
+    rec = _Recorder()
+    hooked = define_agent(
+        "collector_hooks",
+        instructions="Suspension test agent with tool hooks.",
+        model=collector.model,
+        tools=list(collector.tools.values()),
+        lifecycle=rec,
+    )
+    agents = {**registry.agents(), hooked.name: hooked}
+    monkeypatch.setattr(registry, "agents", lambda: agents)
+    thread = services.create_thread(alice, agent="collector_hooks")
+    text = f"ship o-3 {tmp_path / 'log'}"
+    sent = services.send(
+        alice, thread.id, {"parts": [{"type": "text", "text": text}]}, dispatch=False
+    )
+    assert sent.run is not None
+    assert _resume(sent.run) == "waiting"
+    address = PendingAction.objects.get(run=sent.run, status="pending")
+    services.submit_action(alice, address.id, {"answer": ADDRESS})
+    assert _resume(sent.run) == "waiting"
+    confirm = PendingAction.objects.get(run=sent.run, status="pending")
+    services.submit_action(alice, confirm.id, {"answer": {"ok": False}})
+    assert _resume(sent.run) == "completed"
+
+    assert [b.entry.type for b in rec.before] == ["initial", "resume", "resume"]
+    resumed = rec.before[1]
+    assert (resumed.entry.name, resumed.entry.suspension) == ("ship", "address")
+    assert resumed.entry.resume == ADDRESS
+    assert resumed.entry.action == {
+        "id": address.id,
+        "kind": "input",
+        "toolCallId": address.tool_call_id,
+        "suspension": "address",
+    }
+    assert [(e.name, e.status) for e in resumed.suspend_history] == [("address", "submitted")]
+    [after] = rec.after  # LC-140: not for the two suspensions
+    assert after.result.status == "output-error" and after.result.source == "fail"
+    assert after.entry.suspension == "confirm"
+    assert [e.name for e in after.suspend_history] == ["address", "confirm"]
