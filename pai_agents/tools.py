@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -39,6 +39,9 @@ __all__ = [
     "ToolInputError",
     "tool",
 ]
+
+
+AnswerT = TypeVar("AnswerT", bound=BaseModel)
 
 
 class ToolError(Exception):
@@ -100,12 +103,24 @@ class ToolContext:
         ``execute`` runs again from the top once the answer is accepted."""
         return suspend_value(self.tool_name, self.suspends, name, payload)
 
-    def answer(self, name: str) -> BaseModel | None:
+    @overload
+    def answer(self, name: str) -> BaseModel | None: ...
+
+    @overload
+    def answer(self, name: str, model: type[AnswerT]) -> AnswerT | None: ...
+
+    def answer(self, name: str, model: type[BaseModel] | None = None) -> BaseModel | None:
         """The validated answer of the latest answered episode of suspension ``name`` (an
-        instance of its declared model), or None while it has not been answered."""
-        model = self.suspends.get(name)
-        if model is None:
+        instance of its declared model), or None while it has not been answered. Pass the
+        declared ``model`` to get it typed (``ctx.answer("address", Address)``)."""
+        declared = self.suspends.get(name)
+        if declared is None:
             raise ValueError(f"tool {self.tool_name} declares no suspension {name!r}")
+        if model is not None and not issubclass(declared, model):
+            raise TypeError(
+                f"suspension {name!r} answers {declared.__name__}, not {model.__name__}"
+            )
+        model = declared
         for episode in reversed(self.suspend_history):
             resolution = episode.resolution
             if (

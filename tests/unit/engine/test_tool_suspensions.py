@@ -8,6 +8,7 @@ The ORM twins are in tests/integration/test_tool_suspensions.py.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -168,3 +169,128 @@ def test_ctx_suspend_checks_the_name_and_the_payload() -> None:
     assert ctx.answer("address") is None
     with pytest.raises(ValueError, match="no suspension"):
         ctx.answer("phone")
+
+
+class Note(BaseModel):
+    text: str
+
+
+@tool(input=Order, suspends={"note": Note}, needs_approval=True)
+def approved_note(args: Order, ctx: ToolContext) -> str:
+    """Needs an approval, then asks for a note: the built-in kind and a declared one."""
+    note = ctx.answer("note")
+    if not isinstance(note, Note):
+        return ctx.suspend("note", payload={"order": args.order_id})
+    shipped.append(note.text)
+    return f"noted {note.text}"
+
+
+async def test_an_approved_call_may_then_suspend_for_data() -> None:
+    """LC-133: approval and a declared suspension are episodes of one call, in order: the
+    approval resumes the call, whose execute then asks for a note (episode 1)."""
+    rec = Recorder()
+    h = harness(
+        [
+            ScriptedStep.call("approved_note", {"order_id": "o-5"}, id="n1"),
+            ScriptedStep.reply("ok"),
+        ],
+        parts=[rec],
+        tools=[approved_note],
+    )
+    assert (await h.run()).status == "waiting"
+    assert h.store.actions[(h.run_id, "n1")]["request"].kind == "approval"
+    h.store.respond(h.run_id, "n1", approved=True)
+    assert (await h.run()).status == "waiting"
+    note = h.store.actions[(h.run_id, "n1")]["request"]
+    assert (note.kind, note.suspension, note.sequence) == ("input", "note", 1)
+    h.store.answer(h.run_id, "n1", {"text": "fragile"})
+    assert (await h.run()).status == "completed"
+    assert shipped == ["fragile"]
+    [after] = rec.after
+    assert after.result.output == "noted fragile" and after.entry.suspension == "note"
+    assert [e.kind for e in after.suspend_history] == ["approval", "input"]
+
+
+@tool(input=Order, suspends={"address": Address})
+def undeclared(args: Order, ctx: ToolContext) -> Any:
+    """Suspends under a name it did not declare."""
+    return ctx.suspend("phone")
+
+
+async def test_suspending_under_an_undeclared_name_is_a_model_visible_error() -> None:
+    h = harness(
+        [ScriptedStep.call("undeclared", {"order_id": "o"}, id="u1"), ScriptedStep.reply("ok")],
+        tools=[undeclared],
+    )
+    assert (await h.run()).status == "completed"
+    [part] = [p for p in h.messages()[-2]["parts"] if p.get("toolCallId") == "u1"]
+    assert part["state"] == "output-error"
+    assert part["errorText"] == "Tool undeclared failed (ValueError)."
+    assert h.store.actions == {}
+
+
+@tool(input=Order, suspends={"address": Address}, idempotent=True)
+def again(args: Order, ctx: ToolContext) -> Any:
+    """Idempotent: may run again after a crash."""
+    entries.append(ctx.entry)
+    address = ctx.answer("address")
+    if not isinstance(address, Address):
+        return ctx.suspend("address")
+    return address.city
+
+
+async def test_an_idempotent_tool_runs_again_with_the_same_entry_after_a_crash() -> None:
+    h = harness(
+        [ScriptedStep.call("again", {"order_id": "o"}, id="a1"), ScriptedStep.reply("ok")],
+        tools=[again],
+    )
+    assert (await h.run()).status == "waiting"
+    h.store.answer(h.run_id, "a1", {"street": "s", "city": "Rome"})
+    h.store.actions[(h.run_id, "a1")]["status"] = "executing"  # as a dead worker left it
+    assert (await h.run()).status == "completed"
+    assert entries[-1] is not None and entries[-1].resume == {"street": "s", "city": "Rome"}
+    [part] = [p for p in h.messages()[-2]["parts"] if p.get("toolCallId") == "a1"]
+    assert part["output"] == "Rome"
+
+
+def _guide_example() -> dict[str, Any]:
+    """The first Python block of docs/suspensions.md, executed as a module."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "suspensions.md").read_text("utf-8")
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {"__name__": "suspensions_guide"}
+    exec(compile(code, "docs/suspensions.md", "exec"), namespace)
+    return namespace
+
+
+async def test_the_guide_example_ships_once() -> None:
+    """docs/suspensions.md's example: two answers, one shipment, the final output."""
+    guide = _guide_example()
+    h = harness(
+        [ScriptedStep.call("ship", {"order_id": "o-9"}, id="g1"), ScriptedStep.reply("done")],
+        tools=[guide["ship"]],
+    )
+    assert (await h.run()).status == "waiting"
+    assert h.store.actions[(h.run_id, "g1")]["request"].input == {"prompt": "Where should o-9 go?"}
+    h.store.answer(h.run_id, "g1", {"street": "5 Quai", "city": "Nantes"})
+    assert (await h.run()).status == "waiting"
+    h.store.answer(h.run_id, "g1", {"ok": True})
+    assert (await h.run()).status == "completed"
+    assert guide["shipments"] == ["o-9"]
+    [part] = [p for p in h.messages()[-2]["parts"] if p.get("toolCallId") == "g1"]
+    assert part["output"] == {"shipped": "o-9", "to": "5 Quai, Nantes"}
+
+
+def test_a_typed_answer_must_name_the_declared_model() -> None:
+    ctx = ToolContext(
+        tool_call_id="c",
+        tool_name="ship",
+        run_id="r",
+        thread_id="t",
+        identity={},
+        runtime_context=None,
+        signal=None,  # type: ignore[arg-type]
+        suspends=ship.suspends,
+    )
+    assert ctx.answer("address", Address) is None
+    with pytest.raises(TypeError, match="answers Address, not Confirm"):
+        ctx.answer("address", Confirm)
