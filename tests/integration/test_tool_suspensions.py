@@ -26,6 +26,7 @@ from pai_threads.execution import registry
 from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
+from pai_threads.services import cancelling
 from pai_threads.services.actions import AnswerInvalid
 from pai_threads.websocket import commands
 from tests.support.suspension_agents import collector, lines
@@ -319,3 +320,39 @@ def test_lc_133_lc_140_tool_hooks_on_the_orm(
     assert after.result.status == "output-error" and after.result.source == "fail"
     assert after.entry.suspension == "confirm"
     assert [e.name for e in after.suspend_history] == ["address", "confirm"]
+
+
+def test_lc_137_cancelling_with_a_tool_hook_settles_the_input_call_through_it(
+    alice: Identity, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LC-137: with after_tool_result overridden, cancelling a run waiting on an input
+    suspension settles the call in a short episode, through the hook, once, as a cancel."""
+    rec = _Recorder()
+    hooked = define_agent(
+        "collector_cancel",
+        instructions="Suspension test agent with tool hooks.",
+        model=collector.model,
+        tools=list(collector.tools.values()),
+        lifecycle=rec,
+    )
+    agents = {**registry.agents(), hooked.name: hooked}
+    monkeypatch.setattr(registry, "agents", lambda: agents)
+    dispatched: list[str] = []
+    monkeypatch.setattr(cancelling, "dispatch_after_commit", dispatched.append)
+    counter = tmp_path / "log"
+    thread = services.create_thread(alice, agent="collector_cancel")
+    text = f"ship o-4 {counter}"
+    sent = services.send(
+        alice, thread.id, {"parts": [{"type": "text", "text": text}]}, dispatch=False
+    )
+    assert sent.run is not None and _resume(sent.run) == "waiting"
+
+    assert services.cancel_run(alice, sent.run.id).status == "queued"
+    assert dispatched == [sent.run.id]
+    assert _resume(sent.run) == "cancelled"
+    [after] = rec.after
+    assert (after.result.source, after.result.status) == ("cancel", "output-error")
+    part = _ship_part(thread)
+    assert part["state"] == "output-error"
+    assert PendingAction.objects.get(run=sent.run).status == PendingAction.Status.CANCELLED
+    assert lines(counter) == ["enter"]
