@@ -26,6 +26,7 @@ from pai_threads.execution import registry
 from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
+from pai_threads.realtime.buffers import get_buffer
 from pai_threads.services import cancelling
 from pai_threads.services.actions import AnswerInvalid
 from pai_threads.websocket import commands
@@ -356,3 +357,28 @@ def test_lc_137_cancelling_with_a_tool_hook_settles_the_input_call_through_it(
     assert part["state"] == "output-error"
     assert PendingAction.objects.get(run=sent.run).status == PendingAction.Status.CANCELLED
     assert lines(counter) == ["enter"]
+
+
+def test_mf_023_realtime_events_carry_each_input_episode(alice: Identity, tmp_path: Path) -> None:
+    """MF-023 over the websocket: the suspending step's ``generation.finished`` carries the
+    pending address episode; the re-suspending continuation's carries both episodes, the
+    confirmation pending."""
+    thread, run, action = _waiting(alice, tmp_path / "log")
+    buffer = get_buffer()
+
+    def last_finished_part() -> dict[str, Any]:
+        state = asyncio.run(buffer.state(thread.id))
+        events = asyncio.run(buffer.read(thread.id, after=0, upto=state.last_seq))
+        finished = [e for e in events if e["type"] == "generation.finished"]
+        parts = finished[-1]["message"]["parts"]
+        return next(p for p in parts if p.get("toolCallId") == action.tool_call_id)
+
+    part = last_finished_part()
+    assert part["pendingSuspension"]["name"] == "address"
+    assert part["pendingSuspension"]["answerSchema"]["required"] == ["street", "city"]
+    services.submit_action(alice, action.id, {"answer": ADDRESS})
+    assert _resume(run) == "waiting"
+    part = last_finished_part()
+    assert [e["name"] for e in part["suspensions"]] == ["address", "confirm"]
+    assert part["pendingSuspension"]["name"] == "confirm"
+    assert part["pendingSuspension"]["payload"] == {"to": "1 Rue de la Paix, Paris"}
