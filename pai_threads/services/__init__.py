@@ -9,6 +9,7 @@ thread of another scope raises :class:`NotFound` exactly like a missing one.
 """
 
 from pai_threads.services.actions import (
+    AnswerInvalid,
     PendingActionView,
     answered_message,
     fulfil_action,
@@ -45,6 +46,7 @@ from pai_threads.store.rewrites import update_visibility
 __all__ = [
     "MAX_TITLE",
     "SEND_POLICIES",
+    "AnswerInvalid",
     "CommandFailed",
     "CommandInputInvalid",
     "CommandResult",
