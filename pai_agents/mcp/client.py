@@ -76,6 +76,7 @@ class MCPSession:
         """Call one tool; protocol errors, timeouts and a broken session raise
         :class:`ToolError` (model-visible), their details going to the log."""
         from mcp.shared.exceptions import MCPError as SDKError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         name, server = remote_name, self.server
         try:
@@ -83,9 +84,14 @@ class MCPSession:
                 remote_name, arguments, read_timeout_seconds=server.call_timeout
             )
         except SDKError as exc:
-            if _timed_out(exc):
+            code = _code(exc)
+            if code == REQUEST_TIMEOUT:
                 raise ToolError(
                     f"MCP tool {name} did not answer within {server.call_timeout:g} s."
+                ) from exc
+            if code == CONNECTION_CLOSED:
+                raise ToolError(
+                    f"MCP server {server.name} closed the connection during the call to {name}."
                 ) from exc
             message = str(getattr(exc.error, "message", "") or type(exc).__name__)[:500]
             raise ToolError(
@@ -247,10 +253,9 @@ async def _strings(
     return dict(value)
 
 
-def _timed_out(exc: Any) -> bool:
-    from mcp_types import REQUEST_TIMEOUT
-
-    return getattr(getattr(exc, "error", None), "code", None) == REQUEST_TIMEOUT
+def _code(exc: Any) -> Any:
+    """The JSON-RPC error code of an SDK error (the SDK's own codes included)."""
+    return getattr(getattr(exc, "error", None), "code", None)
 
 
 def _describe(exc: BaseException) -> str:

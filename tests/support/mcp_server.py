@@ -75,6 +75,11 @@ def build_server() -> MCPServer[Any]:
         headers = getattr(request, "headers", None) or {}
         return str(headers.get("x-pai-user", "nobody"))
 
+    @server.tool(description="The server process exits mid-call.")
+    def die() -> str:
+        _record("die", {})
+        os._exit(3)
+
     @server.tool(description="Block until the test releases this tag.")
     async def slow(tag: str) -> str:
         _record("slow", {"tag": tag})

@@ -47,7 +47,7 @@ async def test_a_run_calls_an_mcp_tool_end_to_end(server_of: Any, state: Path) -
     assert calls(state) == [{"tool": "add", "arguments": {"a": 2, "b": 3}}]
     first, second = h.model.requests
     advertised = {spec["name"]: spec for spec in first.tools}
-    assert set(advertised) == {"lookup", "echo", "add", "fail", "slow", "whoami"}
+    assert set(advertised) == {"lookup", "echo", "add", "fail", "slow", "whoami", "die"}
     assert advertised["add"]["inputSchema"]["required"] == ["a", "b"]
     assert "5" in str(second.messages)  # the model saw the MCP result
 
@@ -206,6 +206,20 @@ async def test_headers_reach_the_server_only_when_configured(http_url: str, stat
     assert run.run_id == forwarded.run_id and run.identity == {}
     expected = f"user-{forwarded.thread_id[-4:]}"
     assert _parts(forwarded, "tool-whoami")[0]["output"] == {"result": expected}
+
+
+async def test_a_stdio_server_dying_mid_call_is_a_model_visible_error(state: Path) -> None:
+    """The session breaks, not the run: the call fails visibly and the run goes on."""
+    h = harness(
+        [ScriptedStep.call("die", {}), ScriptedStep.reply("it crashed")],
+        tools=[],
+        mcp_servers=[stdio_server(state, call_timeout=20)],
+    )
+    assert (await asyncio.wait_for(h.run(), 15)).status == "completed"
+    [part] = _parts(h, "tool-die")
+    assert part["state"] == "output-error"
+    assert part["errorText"] == "MCP server local closed the connection during the call to die."
+    assert h.assistant()[-1]["parts"][-1]["text"] == "it crashed"
 
 
 class _Reports:
