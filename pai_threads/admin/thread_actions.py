@@ -202,6 +202,17 @@ class ThreadOperations(admin.ModelAdmin):
 def _answer_fields(action: PendingAction) -> list[dict[str, Any]]:
     if action.kind == PendingAction.Kind.APPROVAL:
         return [{"name": "reason", "label": "Reason (optional)", "kind": "text", "value": ""}]
+    if action.kind == PendingAction.Kind.INPUT:  # a declared suspension (docs/suspensions.md)
+        schema = json.dumps((action.request or {}).get("schema") or {}, ensure_ascii=False)
+        return [
+            {
+                "name": "answer",
+                "label": f"Answer to {(action.request or {}).get('suspension')!s} (JSON)",
+                "kind": "textarea",
+                "value": "",
+                "help": f"Validated against the tool's declared model; its schema: {schema}",
+            }
+        ]
     return [
         {
             "name": "output",
@@ -217,6 +228,8 @@ def _answer_fields(action: PendingAction) -> list[dict[str, Any]]:
 def _answer_buttons(action: PendingAction) -> list[tuple[str, str, str]]:
     if action.kind == PendingAction.Kind.APPROVAL:
         return [("approved", "true", "Approve"), ("approved", "false", "Deny")]
+    if action.kind == PendingAction.Kind.INPUT:
+        return [("fulfil", "1", "Submit the answer")]
     return [("fulfil", "1", "Submit the result")]
 
 
@@ -228,6 +241,11 @@ def _response(post: Any) -> dict[str, Any]:
             raise InvalidInput("approved must be true or false")
         reason = post.get("reason", "").strip()
         return {"approved": value == "true", **({"reason": reason} if reason else {})}
+    if "answer" in post:
+        try:
+            return {"answer": json.loads(post.get("answer", ""))}
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"the answer is not JSON: {exc.msg}") from None
     error = post.get("errorText", "").strip()
     if error:
         return {"errorText": error}
