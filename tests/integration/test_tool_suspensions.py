@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.admin.utils import quote
+from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.urls import reverse
 
 from pai_agents import define_agent
 from pai_agents.lifecycle import AgentLifecycle
@@ -382,3 +386,41 @@ def test_mf_023_realtime_events_carry_each_input_episode(alice: Identity, tmp_pa
     assert [e["name"] for e in part["suspensions"]] == ["address", "confirm"]
     assert part["pendingSuspension"]["name"] == "confirm"
     assert part["pendingSuspension"]["payload"] == {"to": "1 Rue de la Paix, Paris"}
+
+
+def test_an_operator_answers_an_input_suspension_in_the_admin(
+    alice: Identity, tmp_path: Path
+) -> None:
+    """The admin console answers through the same path: the form shows the schema, a bad
+    answer is refused and changes nothing, a valid one is recorded as the operator's."""
+    thread, run, action = _waiting(alice, tmp_path / "log")
+    user = User.objects.create_user("op", "op@example.com", "pw", is_staff=True)
+    codenames = ["view_thread", "view_run", "view_message", "view_pendingaction"]
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="pai_threads",
+            codename__in=[*codenames, "change_pendingaction"],
+        )
+    )
+    admin = Client()
+    admin.login(username="op", password="pw")
+    url = reverse("admin:pai_threads_thread_answer", args=[quote(thread.id), quote(action.id)])
+    page = admin.get(url).content.decode()
+    assert "Submit the answer" in page and "street" in page
+
+    for garbage in ("not json{", json.dumps({"street": "x"})):
+        refused = admin.post(url, {"answer": garbage, "fulfil": "1"}, follow=True)
+        assert "Refused" in " | ".join(str(m) for m in refused.context["messages"])
+    action.refresh_from_db()
+    assert action.status == "pending"
+
+    done = admin.post(url, {"answer": json.dumps(ADDRESS), "fulfil": "1"}, follow=True)
+    assert "as an operator" in " | ".join(str(m) for m in done.context["messages"])
+    action.refresh_from_db()
+    assert action.response == {"answer": ADDRESS}
+    assert action.submitted_by["manual"].startswith("operator:op#")
+    # The dispatched resume asks for the confirmation next.
+    deadline = time.monotonic() + 30
+    while not PendingAction.objects.filter(run=run, status="pending", sequence=1).exists():
+        assert time.monotonic() < deadline, "the resumed run did not ask for the confirm"
+        time.sleep(0.05)
