@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from pai_agents.engine.events import RunEvent
-from pai_threads.realtime.buffers import get_buffer
+from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
 from pai_threads.realtime.buffers.memory import MemoryReplayBuffer
 from pai_threads.realtime.layers import InMemoryChannelLayer
 from pai_threads.realtime.link import Outage
-from pai_threads.realtime.notify import notify
+from pai_threads.realtime.notify import group_name, notify
 
 __all__ = ["in_process", "publish", "publish_inline", "publish_sync"]
 
@@ -34,9 +35,24 @@ async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
 
     A buffer that cannot be reached drops the events (the database has what matters, and
     subscribers resynchronise after the outage); a failed fan-out loses nothing, since
-    subscribers refill numbered events from the buffer."""
+    subscribers refill numbered events from the buffer. With the Redis buffer and PAI's
+    Redis channel layer on one Redis database, both are one script (one round trip)."""
+    buffer = get_buffer()
+    layer = _joint_layer(buffer)
+    if layer is not None and events:
+        try:
+            joint: Any = buffer  # a RedisReplayBuffer (see _can_join)
+            numbered = await joint.append_and_send(thread_id, events, layer, group_name(thread_id))
+        except ValueError:  # the layer's configuration needs its own group_send
+            _no_longer_joint()
+        except Exception as exc:
+            _outage.failed(exc)
+            return []
+        else:
+            _outage.recovered()
+            return numbered
     try:
-        numbered = await get_buffer().append(thread_id, events)
+        numbered = await buffer.append(thread_id, events)
     except Exception as exc:
         _outage.failed(exc)
         return []
@@ -47,6 +63,43 @@ async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
         return numbered
     _outage.recovered()
     return numbered
+
+
+# The last (buffer, layer) pair asked about, and whether it publishes in one script.
+_joint: tuple[ReplayBuffer, Any, bool] | None = None
+
+
+def _joint_layer(buffer: ReplayBuffer) -> Any:
+    """The channel layer when ``buffer`` can append and fan out in one script, else None."""
+    global _joint
+    layer = get_channel_layer()
+    known = _joint
+    if known is None or known[0] is not buffer or known[1] is not layer:
+        known = _joint = (buffer, layer, _can_join(buffer, layer))
+    return layer if known[2] else None
+
+
+def _can_join(buffer: ReplayBuffer, layer: Any) -> bool:
+    """The Redis buffer and PAI's Redis layer on one database (imported only then: Redis
+    support is an extra)."""
+    if layer is None or type(buffer) is MemoryReplayBuffer:
+        return False
+    try:
+        from pai_threads.realtime.buffers.redis import RedisReplayBuffer
+        from pai_threads.realtime.redis_layer import RedisChannelLayer
+    except ImportError:
+        return False
+    return (
+        isinstance(buffer, RedisReplayBuffer)
+        and isinstance(layer, RedisChannelLayer)
+        and buffer.shares_server(layer)
+    )
+
+
+def _no_longer_joint() -> None:
+    global _joint
+    if _joint is not None:
+        _joint = (_joint[0], _joint[1], False)
 
 
 def publish_sync(thread_id: str, events: Sequence[RunEvent]) -> None:

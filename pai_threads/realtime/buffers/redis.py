@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import ConnectionPool, Redis
 
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime.buffers.base import (
@@ -25,7 +25,15 @@ from pai_threads.realtime.buffers.base import (
     generation_mark,
     with_seq,
 )
+from pai_threads.realtime.buffers.script_batch import ScriptBatch
 from pai_threads.realtime.conf import realtime_setting, redis_url
+from pai_threads.realtime.notify import MESSAGE_TYPE
+from pai_threads.realtime.redis_layer import (
+    FAN_OUT_LUA,
+    RedisChannelLayer,
+    log_over_capacity,
+    registered_script,
+)
 
 __all__ = ["RedisReplayBuffer"]
 
@@ -37,16 +45,20 @@ local function base()
 end
 """
 
-_APPEND = (
-    _BASE
-    + """
+# Numbers, stores and trims a batch; sets ``first``, its first number (a Lua number).
+# ARGV[1]: "<ttl ms> <retained> <n>"; then per event its generation mark ("" or kind, id
+# and id, NUL-separated) and its JSON. Few arguments: redis-py encodes each one in Python.
+_APPEND_BATCH = """
 local meta, log = KEYS[1], KEYS[2]
-local ttl, retained, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local ttl, retained, n = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
+ttl, retained, n = tonumber(ttl), tonumber(retained), tonumber(n)
 local last = redis.call('HGET', meta, 'seq')
 if last then last = tonumber(last) else last = base() end
 local first = last + 1
 for i = 0, n - 1 do
-  local kind, a, b, body = ARGV[4 + i * 4], ARGV[5 + i * 4], ARGV[6 + i * 4], ARGV[7 + i * 4]
+  local mark, body = ARGV[2 + i * 2], ARGV[3 + i * 2]
+  local kind, a, b = '', '', ''
+  if mark ~= '' then kind, a, b = string.match(mark, '^(%a+)%z([^%z]*)%z(.*)$') end
   last = last + 1
   local s = string.format('%d', last)
   redis.call('XADD', log, s .. '-0', 's', s, 'e', body)
@@ -66,7 +78,40 @@ if redis.call('XLEN', log) > retained then
 end
 redis.call('PEXPIRE', meta, ttl)
 redis.call('PEXPIRE', log, ttl)
-return string.format('%d', first)
+"""
+
+_APPEND = _BASE + _APPEND_BATCH + "return string.format('%d', first)"
+
+# Numbers of the group message before the script writes the real ones over them: a
+# msgpack uint64 (real numbers exceed 2**32, so they are uint64s too), never part of a
+# msgpack string (0xcf 0xca is not UTF-8).
+_PLACEHOLDER_SEQ = 0xCAFE << 48
+_PLACEHOLDER = b"\xcf" + _PLACEHOLDER_SEQ.to_bytes(8, "big")
+
+# The batch's group message (ARGV[fan - 1]), numbered in place: its events' ``seq``
+# placeholders, in order, get the numbers just assigned; then the layer's group_send
+# writes (ARGV[fan] .. as the layer's ``fan_out_args``).
+_APPEND_AND_SEND = (
+    _BASE
+    + _APPEND_BATCH
+    + """
+local fan = 3 + 2 * n
+local head, group, members, over = ARGV[fan - 1], KEYS[3], nil, nil
+local pieces, pos = {}, 1
+for i = 0, n - 1 do
+  local at = string.find(head, '"""
+    + "".join(f"\\{byte}" for byte in _PLACEHOLDER)
+    + """', pos, true)
+  pieces[#pieces + 1] = string.sub(head, pos, at)
+  pieces[#pieces + 1] = struct.pack('>I8', first + i)
+  pos = at + 9
+end
+pieces[#pieces + 1] = string.sub(head, pos)
+local body = table.concat(pieces)
+"""
+    + FAN_OUT_LUA
+    + """
+return {string.format('%d', first), over, #members}
 """
 )
 
@@ -107,6 +152,9 @@ class RedisReplayBuffer:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Redis] = (
             weakref.WeakKeyDictionary()
         )
+        self._batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ScriptBatch] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _client(self) -> Redis:
         loop = asyncio.get_running_loop()
@@ -118,19 +166,71 @@ class RedisReplayBuffer:
     async def append(self, thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
         if not events:
             return []
+        script = registered_script(self._client(), _APPEND)
+        first = int(_text(await script(keys=_keys(thread_id), args=self._append_args(events))))
+        return [with_seq(event, first + offset) for offset, event in enumerate(events)]
+
+    def _append_args(self, events: Sequence[RunEvent]) -> list[Any]:
         ttl_ms = int(float(realtime_setting("REALTIME_REPLAY_TTL")) * 1000)
-        args: list[Any] = [ttl_ms, int(realtime_setting("REALTIME_RETAINED_EVENTS")), len(events)]
+        retained = int(realtime_setting("REALTIME_RETAINED_EVENTS"))
+        args: list[Any] = [f"{ttl_ms} {retained} {len(events)}"]
         for event in events:
-            mark = generation_mark(event) or ("",)
-            refs = [*mark[1:], "", ""][:2]
-            args += [mark[0], *refs, json.dumps(event, separators=(",", ":"))]
-        script = self._client().register_script(_APPEND)
-        first = int(_text(await script(keys=_keys(thread_id), args=args)))
+            mark = generation_mark(event)
+            args.append("\0".join([*mark, ""][:3]) if mark else "")
+            args.append(json.dumps(event, separators=(",", ":")))
+        return args
+
+    async def aclose(self) -> None:
+        """Close this loop's client (tests, shutdown): others close with their loops."""
+        self._batches.pop(asyncio.get_running_loop(), None)
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+
+    def shares_server(self, layer: RedisChannelLayer) -> bool:
+        """Whether ``layer`` keeps its channels in this buffer's Redis database (one host):
+        then :meth:`append_and_send` can make both writes in one script."""
+        if layer.ring_size != 1:
+            return False
+        pool = layer.create_pool(0)
+        if type(pool) is not ConnectionPool:  # a sentinel pool: the server may change
+            return False
+        own = ConnectionPool.from_url(self._url).connection_kwargs
+        theirs = pool.connection_kwargs
+        return all(own.get(k) == theirs.get(k) for k in ("host", "port", "path", "db", "username"))
+
+    async def append_and_send(
+        self, thread_id: str, events: Sequence[RunEvent], layer: RedisChannelLayer, group: str
+    ) -> list[RunEvent]:
+        """:meth:`append`, then ``layer.group_send(group, {"type": MESSAGE_TYPE, "events":
+        <the numbered events>})``, in one script: one round trip per published batch.
+
+        The group message is serialized here with placeholder numbers (msgpack uint64s,
+        as real numbers are: they exceed 2**32), and the script writes the assigned ones
+        over them, so receivers get exactly what ``group_send`` would have sent. Raises
+        ``ValueError`` when the layer's configuration needs its own ``group_send``."""
+        if not events:
+            return []
+        message = {"type": MESSAGE_TYPE, "events": [with_seq(e, _PLACEHOLDER_SEQ) for e in events]}
+        group_key, head, fan_args = layer.fan_out_args(group, message)
+        if head.count(_PLACEHOLDER) != len(events):
+            raise ValueError("the group message's numbers could not be placed")
+        args = [*self._append_args(events), head, *fan_args]
+        batch = self._batches.get(asyncio.get_running_loop())
+        if batch is None:
+            client = self._client()
+            batch = self._batches[asyncio.get_running_loop()] = ScriptBatch(
+                client, registered_script(client, _APPEND_AND_SEND)
+            )
+        first, over, members = await batch.call([*_keys(thread_id), group_key], args)
+        if over:
+            log_over_capacity(int(over), int(members), group)
+        first = int(_text(first))
         return [with_seq(event, first + offset) for offset, event in enumerate(events)]
 
     async def state(self, thread_id: str) -> LogState:
         ttl_ms = int(float(realtime_setting("REALTIME_REPLAY_TTL")) * 1000)
-        script = self._client().register_script(_STATE)
+        script = registered_script(self._client(), _STATE)
         raw = await script(keys=_keys(thread_id), args=[ttl_ms])
         last, first, gmsg, grun, gstart = (_text(v) for v in raw)
         generation = None

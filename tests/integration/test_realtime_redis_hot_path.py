@@ -1,0 +1,304 @@
+"""The Celery + Redis delta path (issue 16) on a real Redis server.
+
+* Publishing: the Redis replay buffer numbers a batch and fans it out in one script (one
+  round trip), writing exactly the message channels-redis' ``group_send`` would: a stock
+  channels-redis receiver reads it, numbers are contiguous across batches, and a client
+  resuming from any number gets exactly the events after it (the replay buffer is the same
+  log as with separate calls).
+* Receiving: PAI's layer reads a process's channels in one loop that pops every queued
+  message at once; per channel the order is kept, and nothing is lost when a consumer's
+  receive is cancelled (a client disconnecting) while the loop hands out a batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+from channels_redis.core import RedisChannelLayer as StockRedisChannelLayer
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+from redis.asyncio.client import Redis as AsyncRedis
+
+from pai_agents.engine.events import RunEvent
+from pai_threads.realtime import delivery
+from pai_threads.realtime.buffers import clear_cache, get_buffer
+from pai_threads.realtime.buffers.redis import RedisReplayBuffer
+from pai_threads.realtime.notify import MESSAGE_TYPE, group_name
+from pai_threads.realtime.redis_layer import RedisChannelLayer
+from pai_threads.realtime.redis_receive import ProcessReceiver
+from pai_threads.realtime.sync import open_frames
+
+pytestmark = [pytest.mark.redis]
+
+
+def _chunk(thread_id: str, index: int) -> RunEvent:
+    return {
+        "type": "generation.message.chunk",
+        "runId": "run_1",
+        "threadId": thread_id,
+        "messageId": "msg_1",
+        "index": index,
+        "chunk": {"type": "text-delta", "id": "t", "delta": f"d{index} é"},
+    }
+
+
+def _started(thread_id: str) -> RunEvent:
+    return {
+        "type": "generation.started",
+        "runId": "run_1",
+        "threadId": thread_id,
+        "messageId": "msg_1",
+        "message": {"id": "msg_1", "role": "assistant", "parts": [], "metadata": {}},
+    }
+
+
+@pytest.fixture
+async def redis_layer(settings: Any, redis_url: str) -> AsyncIterator[str]:
+    """Settings with the Redis buffer and PAI's Redis layer on the test database."""
+    settings.PAI = {**settings.PAI, "REALTIME_REDIS_URL": redis_url, "REALTIME_BUFFER": "redis"}
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url]},
+        }
+    }
+    clear_cache()
+    yield redis_url
+    buffer = get_buffer()
+    assert isinstance(buffer, RedisReplayBuffer)
+    await buffer.aclose()
+    await get_channel_layer().close_pools()
+    clear_cache()
+
+
+@pytest.fixture
+async def commands(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[list[str]]:
+    """The names of the Redis commands this process sends (scripts count once)."""
+    sent: list[str] = []
+    original = AsyncRedis.execute_command
+
+    async def spy(self: Any, *args: Any, **options: Any) -> Any:
+        sent.append(str(args[0]).upper())
+        return await original(self, *args, **options)
+
+    monkeypatch.setattr(AsyncRedis, "execute_command", spy)
+    yield sent
+
+
+async def _stock_receiver(redis_url: str, group: str) -> tuple[StockRedisChannelLayer, str]:
+    stock = StockRedisChannelLayer(hosts=[{"address": redis_url, "socket_timeout": 15}])
+    channel = await stock.new_channel()
+    await stock.group_add(group, channel)
+    return stock, channel
+
+
+async def test_a_batch_is_numbered_stored_and_fanned_out_in_one_round_trip(
+    redis_layer: str, commands: list[str]
+) -> None:
+    """One command per published batch; a stock channels-redis receiver gets each batch
+    as ``group_send`` would send it, numbered like the buffer's log."""
+    thread_id = f"thr_{uuid.uuid4().hex[:8]}"
+    stock, channel = await _stock_receiver(redis_layer, group_name(thread_id))
+    await delivery.publish(thread_id, [_started(thread_id)])  # loads the script once
+    commands.clear()
+    first = await delivery.publish(thread_id, [_chunk(thread_id, 0)])
+    assert commands == ["EVALSHA"]
+    second = await delivery.publish(thread_id, [_chunk(thread_id, i) for i in (1, 2, 3)])
+    seqs = [int(e["seq"]) for e in first + second]
+    assert seqs == list(range(seqs[0], seqs[0] + 4))
+    received = [await asyncio.wait_for(stock.receive(channel), 5) for _ in range(3)]
+    assert [m["type"] for m in received] == [MESSAGE_TYPE] * 3
+    assert received[1]["events"] == first
+    assert received[2]["events"] == second
+    buffer = get_buffer()
+    state = await buffer.state(thread_id)
+    assert state.last_seq == seqs[-1]
+    assert await buffer.read(thread_id, after=seqs[0] - 1, upto=seqs[-1]) == first + second
+    await stock.flush()
+
+
+async def test_resuming_from_any_number_replays_exactly_what_followed(redis_layer: str) -> None:
+    """The one-script path keeps the log resume reads: the active generation from its
+    start, and after ``since`` exactly the later events, in order."""
+    thread_id = f"thr_{uuid.uuid4().hex[:8]}"
+    published = await delivery.publish(thread_id, [_started(thread_id)])
+    for i in range(0, 9, 3):
+        published += await delivery.publish(thread_id, [_chunk(thread_id, i + k) for k in range(3)])
+    buffer = get_buffer()
+    state = await buffer.state(thread_id)
+    assert state.generation is not None
+    assert state.generation.start_seq == published[0]["seq"]
+
+    async def no_snapshot() -> dict[str, Any]:
+        raise AssertionError("a resume within the buffer needs no snapshot")
+
+    since = int(published[4]["seq"])
+    frames, last = await open_frames(buffer, thread_id, since=since, load_snapshot=no_snapshot)
+    assert last == published[-1]["seq"]
+    assert frames[0] == {"type": "resumed", "since": since}
+    replayed = [f for f in frames if f.get("replay")]
+    assert [f.get("index") for f in replayed] == [None, *range(9)]  # started, then chunks
+    assert frames[-1] == {"type": "synced", "seq": last}
+    finished = {"type": "generation.finished", "runId": "run_1", "messageId": "msg_1"}
+    await delivery.publish(thread_id, [_chunk(thread_id, 9), {**finished, "threadId": thread_id}])
+    assert (await buffer.state(thread_id)).generation is None  # its end, mid-batch
+
+
+async def test_a_layer_the_script_cannot_serve_publishes_in_two_steps(
+    redis_layer: str, settings: Any, commands: list[str]
+) -> None:
+    """Per-channel capacities (or another database) need the layer's own group_send:
+    the batch still reaches the group and the buffer."""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_layer], "channel_capacity": {"other.*": 5}},
+        }
+    }
+    thread_id = f"thr_{uuid.uuid4().hex[:8]}"
+    stock, channel = await _stock_receiver(redis_layer, group_name(thread_id))
+    numbered = await delivery.publish(thread_id, [_chunk(thread_id, 0)])
+    assert len(numbered) == 1
+    assert (await asyncio.wait_for(stock.receive(channel), 5))["events"] == numbered
+    await stock.flush()
+    await get_channel_layer().close_pools()
+    other_database = redis_layer.rsplit("/", 1)[0] + "/14"
+    assert not RedisReplayBuffer(other_database).shares_server(
+        RedisChannelLayer(hosts=[redis_layer])
+    )
+
+
+async def test_the_script_survives_a_script_cache_flush(redis_layer: str) -> None:
+    """EVALSHA of a script Redis forgot (a restart, ``SCRIPT FLUSH``) loads it again."""
+    thread_id = f"thr_{uuid.uuid4().hex[:8]}"
+    first = await delivery.publish(thread_id, [_chunk(thread_id, 0)])
+    client = Redis.from_url(redis_layer)
+    await client.script_flush()
+    await client.aclose()
+    second = await delivery.publish(thread_id, [_chunk(thread_id, 1)])
+    assert second[0]["seq"] == first[0]["seq"] + 1
+
+
+async def test_concurrent_publications_share_one_round_trip(
+    redis_layer: str, monkeypatch: pytest.MonkeyPatch, commands: list[str]
+) -> None:
+    """Batches of several threads published in the same loop iteration (one worker loop
+    runs many runs) go out in one pipeline, each numbered in its own thread's log and
+    delivered to its own group; also right after Redis forgot the script."""
+    threads = [f"thr_{uuid.uuid4().hex[:8]}" for _ in range(5)]
+    receivers = [await _stock_receiver(redis_layer, group_name(t)) for t in threads]
+    pipelines: list[int] = []
+    original = Pipeline.execute
+
+    async def execute(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        pipelines.append(len(self.command_stack))
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "execute", execute)
+    for round_ in range(2):
+        if round_:
+            client = Redis.from_url(redis_layer)
+            await client.script_flush()  # the pipeline's EVALSHAs fail and are sent again
+            await client.aclose()
+        pipelines.clear()
+        commands.clear()
+        published = await asyncio.gather(
+            *(delivery.publish(t, [_chunk(t, round_), _chunk(t, 10 + round_)]) for t in threads)
+        )
+        assert pipelines == [5]
+        if round_ == 0:
+            assert commands == []  # nothing outside the pipeline
+        for thread_id, numbered, (stock, channel) in zip(
+            threads, published, receivers, strict=True
+        ):
+            assert [e["threadId"] for e in numbered] == [thread_id, thread_id]
+            assert numbered[1]["seq"] == numbered[0]["seq"] + 1
+            received = await asyncio.wait_for(stock.receive(channel), 5)
+            assert received["events"] == numbered
+            state = await get_buffer().state(thread_id)
+            assert state.last_seq == numbered[1]["seq"]
+    for stock, _ in receivers:
+        await stock.flush()
+
+
+# -- receiving ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def layer(redis_url: str) -> AsyncIterator[RedisChannelLayer]:
+    layer = RedisChannelLayer(hosts=[redis_url], prefix=f"t{uuid.uuid4().hex[:6]}")
+    yield layer
+    await layer.flush()
+
+
+async def _send_all(layer: RedisChannelLayer, plan: list[tuple[str, int]]) -> None:
+    for channel, number in plan:
+        await layer.send(channel, {"type": "test.message", "n": number})
+
+
+async def test_queued_messages_are_drained_by_one_pop_in_order(
+    layer: RedisChannelLayer, commands: list[str]
+) -> None:
+    """Messages queued for three channels arrive per channel in send order, every one,
+    and one pop takes them all."""
+    channels = [await layer.new_channel() for _ in range(3)]
+    plan = [(channels[i % 3], i) for i in range(60)]
+    await _send_all(layer, plan)
+    commands.clear()
+    got: dict[str, list[int]] = {c: [] for c in channels}
+    for channel in channels:
+        for _ in range(20):
+            got[channel].append((await asyncio.wait_for(layer.receive(channel), 5))["n"])
+    for channel in channels:
+        assert got[channel] == [n for c, n in plan if c == channel]
+    assert commands in (["BZMPOP"], ["BZMPOP", "BZMPOP"])  # all 60, then the next wait
+
+
+async def test_a_cancelled_receive_loses_nothing_of_a_batch(
+    layer: RedisChannelLayer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consumer's receive cancelled while the loop hands out a batch (its message set,
+    its task not yet resumed): the message waits for its channel's next receive, the other
+    consumer still gets all of its own, both in order."""
+    a, b = await layer.new_channel(), await layer.new_channel()
+    task_a = asyncio.ensure_future(layer.receive(a))
+    task_b = asyncio.ensure_future(layer.receive(b))
+    await asyncio.sleep(0.05)  # both wait; the loop blocks in its pop
+    original = ProcessReceiver.hand_out
+
+    def hand_out(self: ProcessReceiver, members: list[bytes]) -> None:
+        original(self, members[:1])  # a's first message, into a's waiting receive
+        task_a.cancel()  # the client disconnects before that receive resumes
+        original(self, members[1:])
+
+    monkeypatch.setattr(ProcessReceiver, "hand_out", hand_out)
+    # Ten messages queued by one command: the loop's pop takes them as one batch.
+    messages = {
+        layer.serialize({"type": "test.message", "n": i, "__asgi_channel__": b if i % 2 else a}): i
+        for i in range(10)
+    }
+    client = Redis.from_url(layer.hosts[0]["address"])
+    await client.zadd(layer.prefix + layer.non_local_name(a), messages)
+    await client.aclose()
+    with pytest.raises(asyncio.CancelledError):
+        await task_a
+    got_b = [(await task_b)["n"]]
+    got_b += [(await asyncio.wait_for(layer.receive(b), 5))["n"] for _ in range(4)]
+    got_a = [(await asyncio.wait_for(layer.receive(a), 5))["n"] for _ in range(5)]
+    assert got_a == [0, 2, 4, 6, 8]
+    assert got_b == [1, 3, 5, 7, 9]
+
+
+async def test_a_failing_read_fails_the_waiting_receives(redis_url: str) -> None:
+    """Redis unreachable: receive raises (as channels-redis' does; the consumer's link
+    retries), it does not hang."""
+    dead = RedisChannelLayer(hosts=[{"address": "redis://127.0.0.1:1/0"}])
+    channel = await dead.new_channel()
+    with pytest.raises(Exception) as raised:
+        await asyncio.wait_for(dead.receive(channel), 5)
+    assert "Error" in type(raised.value).__name__
