@@ -101,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         info["server_version"] = sqlite3.sqlite_version
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA journal_mode")
-            info["server_settings"] = {"journal_mode": cursor.fetchone()[0]}
+            journal = cursor.fetchone()[0]
+            cursor.execute("PRAGMA synchronous")  # 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
+            level = {0: "off", 1: "normal", 2: "full", 3: "extra"}.get(cursor.fetchone()[0], "?")
+            info["server_settings"] = {"journal_mode": journal, "synchronous": level}
     connection.close()
 
     results: dict[str, Any] = {"info": info, "workloads": {}}

@@ -135,6 +135,8 @@ class LangGraphReference:
             from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
             conn = await aiosqlite.connect(url)
+            # PAI's SQLite setting (no fsync per commit): the same durability for both.
+            await conn.execute("PRAGMA synchronous=NORMAL")
             self.closers.append(conn.close)
             self.saver = AsyncSqliteSaver(conn)
         await self.saver.setup()
