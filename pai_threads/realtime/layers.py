@@ -17,12 +17,20 @@ Channels' ``group_send`` starts one task per member channel and awaits them with
 group_send_now` puts into every member's queue in one synchronous pass (a full channel
 drops the message, as Channels' does), so the realtime fan-out of one batch to N
 subscribers costs no task at all.
+
+A subscriber in this process may also :meth:`~InMemoryChannelLayer.attach` a receiver to
+its channel: a ``pai.events`` batch for a channel with nothing queued is offered to it
+first, and it may take the batch right there (the websocket consumer writes the frames
+when it has nothing else in flight) instead of a queue put, a task wake-up and the
+consumer's dispatch. A batch it declines is queued as before; anything queued keeps a
+channel's later batches behind it, so a channel's messages stay in order.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
@@ -35,8 +43,24 @@ __all__ = ["InMemoryChannelLayer"]
 _SHARED_TYPE = "pai.events"
 
 
+# A channel's receiver of shared batches: True when it took the message.
+Receiver = Callable[[dict[str, Any]], bool]
+
+
 class InMemoryChannelLayer(ChannelsInMemoryChannelLayer):
     _last_clean = 0.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.receivers: dict[str, Receiver] = {}
+
+    def attach(self, channel: str, receiver: Receiver) -> None:
+        """Offer ``pai.events`` batches for ``channel`` to ``receiver`` before queueing
+        them (it runs on the loop that fans out: the subscribers')."""
+        self.receivers[channel] = receiver
+
+    def detach(self, channel: str) -> None:
+        self.receivers.pop(channel, None)
 
     def _clean_expired(self) -> None:
         now = time.monotonic()
@@ -90,5 +114,15 @@ class InMemoryChannelLayer(ChannelsInMemoryChannelLayer):
         shared = message.get("type") == _SHARED_TYPE
         expires = time.time() + self.expiry
         for channel in list(members):
+            if shared and self._taken(channel, message):
+                continue
             # A full channel misses it, as with Channels' group_send (and refills by number).
             self._put(channel, {**message} if shared else deepcopy(message), expires)
+
+    def _taken(self, channel: str, message: dict[str, Any]) -> bool:
+        """Whether the channel's receiver took the batch (only with nothing queued)."""
+        receiver = self.receivers.get(channel)
+        if receiver is None:
+            return False
+        queue = self.channels.get(channel)
+        return (queue is None or queue.empty()) and receiver(message)

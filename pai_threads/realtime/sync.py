@@ -102,19 +102,27 @@ class Cursor:
     thread_id: str
     last: int
 
-    async def admit(self, events: Sequence[RunEvent]) -> list[RunEvent]:
-        """The events of a live batch to deliver now, gap-filled, in order.
-
-        All or nothing: if a refill fails (the buffer is unreachable), the cursor stays
-        where it was and the same events are admitted again later."""
+    def admit_next(self, events: Sequence[RunEvent]) -> bool:
+        """Advance over a live batch that is exactly the next numbers, in order (the live
+        path, without a read); False leaves the cursor as it was, for :meth:`admit`."""
         last = self.last
         if (
             events
             and int(events[0]["seq"]) == last + 1
             and _contiguous(events, last, last + len(events))
         ):
-            self.last = last + len(events)  # the live path: the next numbers, in order
+            self.last = last + len(events)
+            return True
+        return False
+
+    async def admit(self, events: Sequence[RunEvent]) -> list[RunEvent]:
+        """The events of a live batch to deliver now, gap-filled, in order.
+
+        All or nothing: if a refill fails (the buffer is unreachable), the cursor stays
+        where it was and the same events are admitted again later."""
+        if self.admit_next(events):
             return list(events)
+        last = self.last
         admitted: list[RunEvent] = []
         for event in sorted(events, key=lambda e: int(e["seq"])):
             seq = int(event["seq"])

@@ -11,6 +11,11 @@ transport's own way) only what the socket did not take.
 Only for a plain TCP connection of daphne (the ASGI ``send`` is
 ``functools.partial(server.handle_reply, protocol)``); any other server, TLS, or a
 Twisted without these transport attributes keeps its own write.
+
+:func:`frame_writer` is the same ``send`` without its coroutine: daphne's
+``handle_reply`` never suspends (it checks the connection and calls the protocol), so a
+frame can be written from plain synchronous code, which in-process fan-out uses
+(:mod:`pai_threads.realtime.layers`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EagerWrite", "write_eagerly"]
+__all__ = ["EagerWrite", "frame_writer", "write_eagerly"]
 
 _RETRY_LATER = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS})
 # The transport state the eager path reads (Twisted's ``FileDescriptor``): without all of
@@ -82,3 +87,28 @@ def write_eagerly(send: Any) -> bool:
         return False
     transport.write = EagerWrite(transport)  # type: ignore[method-assign]
     return True
+
+
+def frame_writer(send: Any) -> Callable[[str], None] | None:
+    """A synchronous ``websocket.send`` of a text frame through daphne's protocol, with
+    ``Server.handle_reply``'s own check (a closed connection's frame is dropped); None
+    for any other server. Raises what the protocol raises."""
+    if not isinstance(send, functools.partial) or not send.args:
+        return None
+    protocol, server = send.args[0], getattr(send.func, "__self__", None)
+    connections = getattr(server, "connections", None)
+    if (
+        getattr(send.func, "__name__", "") != "handle_reply"
+        or not type(server).__module__.startswith("daphne.")
+        or not isinstance(connections, dict)
+        or not callable(getattr(protocol, "handle_reply", None))
+    ):
+        return None
+
+    def write(text: str) -> None:
+        state = connections.get(protocol)
+        if state is None or state.get("disconnected", None):
+            return
+        protocol.handle_reply({"type": "websocket.send", "text": text})
+
+    return write
