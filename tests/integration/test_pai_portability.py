@@ -261,3 +261,22 @@ def test_export_to_stdout_and_import_from_stdin_with_a_new_scope(
     call_command("pai_import", "-", "--scope", "user:moved", stdout=printed)
     assert printed.getvalue().startswith("imported 1 thread(s)") and thread.id in printed.getvalue()
     assert set(Run.objects.values_list("scope_key", flat=True)) == {"user:moved"}
+
+
+def test_a_file_written_before_a_column_was_added_imports_with_its_default(
+    thread: Thread, media_root: Path
+) -> None:
+    """ADDED_COLUMNS: an export made before migration 0013 has no pending-action
+    ``sequence``; its actions import as episode 0 (the value every earlier action had)."""
+    before = _rows()
+    lines = []
+    for line in _export(thread.id).splitlines():
+        record = json.loads(line)
+        if record.get("type") == "pending_action":
+            record["data"].pop("sequence")
+        lines.append(json.dumps(record))
+    assert any('"pending_action"' in line for line in lines)
+    _flush(media_root)
+    import_threads(lines)
+    assert not _differences(_rows(), before)
+    assert set(PendingAction.objects.values_list("sequence", flat=True)) == {0}

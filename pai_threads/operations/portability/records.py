@@ -7,7 +7,8 @@ them): a file cut short has no end and is refused whole. Between them, per threa
 ``message``, ``step``, ``queue_item``, ``pending_action``, ``file`` (its stored bytes in
 ``content``, base64). A row record is ``{"type", "data"}``; ``data`` holds every column of
 the row by its attribute name (``thread_id``, not ``thread``): the format follows the
-models, and a version bump marks an incompatible change.
+models. A column added later with a default is additive (``ADDED_COLUMNS``: an older
+file's rows take the default); a version bump marks an incompatible change.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pai_threads.models import (
 )
 
 __all__ = [
+    "ADDED_COLUMNS",
     "FORMAT",
     "KINDS",
     "VERSION",
@@ -43,6 +45,11 @@ __all__ = [
 
 FORMAT: Final = "pai-threads"
 VERSION: Final = 1
+#: Columns added to a kind after version 1's files were first written, each with a model
+#: default: a row without one takes the default (a file written before the column existed).
+ADDED_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
+    "pending_action": frozenset({"sequence"}),  # migration 0013: suspension episodes
+}
 
 # Record type -> model, in the order rows are written and inserted (parents first).
 KINDS: Final[dict[str, type[Model]]] = {
@@ -103,6 +110,11 @@ def row_values(kind: str, data: object, line: int) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise ExportFormatError(f"a {kind} record needs a 'data' object", line)
     fields = {f.attname: f for f in model._meta.concrete_fields}
+    # Columns added since version 1 was first written (additive): an older file's rows
+    # take their defaults. Any other missing column, or one this version does not know,
+    # is an error.
+    added = ADDED_COLUMNS.get(kind, frozenset()) - set(data)
+    data = {**{name: fields[name].get_default() for name in added}, **data}
     missing, unknown = set(fields) - set(data), set(data) - set(fields)
     if missing or unknown:
         raise ExportFormatError(
