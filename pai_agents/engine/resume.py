@@ -94,8 +94,15 @@ async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome
             answers.append(_approval_answer(part))
             if not part.get("approval", {}).get("approved"):
                 chunks.append({"type": "tool-output-denied", "toolCallId": call_id})
-            elif call_id in claim.executing_tool_calls or tool is None or tool.execute is None:
+            elif call_id in claim.executing_tool_calls or (
+                tool is not None and tool.execute is None
+            ):
                 chunks.append(settle_chunk(call_id, "recovery"))
+            elif tool is None:
+                # Gone since it was approved (the agent changed, or its MCP server no longer
+                # lists it): say so, not that a worker stopped.
+                text = f"Tool {name} is no longer available; the approved call was not executed."
+                chunks.append(error_chunk(call_id, text, "reject"))
             elif not await is_enabled(state, name):  # AD-055: checked again on resume
                 chunks.append(error_chunk(call_id, f"Tool {name} is not available.", "reject"))
             else:

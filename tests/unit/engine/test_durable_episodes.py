@@ -267,3 +267,20 @@ def expire(store: Any, run_id: str) -> None:
     from datetime import UTC, datetime, timedelta
 
     store.runs[run_id].lease_expires_at = datetime.now(UTC) - timedelta(seconds=1)
+
+
+async def test_an_approved_call_whose_tool_is_gone_says_so_and_runs_nothing() -> None:
+    """A tool removed between the approval and the resume (a redeploy, an MCP server that no
+    longer lists it) is a model-visible "no longer available", not a worker recovery."""
+    model = ScriptedModel(
+        steps=[ScriptedStep.call("wire_money", {"q": "5 EUR"}, id="c1"), ScriptedStep.reply("ok")]
+    )
+    store, run_id, agent = _setup(model)
+    assert (await _episode(store, run_id, agent)).status == "waiting"
+    store.respond(run_id, "c1", approved=True)
+    without = define_agent("d", instructions="x", model=model, tools=[lookup])
+    assert (await _episode(store, run_id, without)).status == "completed"
+    assert executions == []
+    part = next(p for p in _parts(store, run_id) if p["type"] == "tool-wire_money")
+    assert part["state"] == "output-error"
+    assert "no longer available" in part["errorText"] and "worker" not in part["errorText"]
