@@ -40,6 +40,7 @@ from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
 from pai_threads.models import Message, PendingAction, QueueItem, Step
 from pai_threads.store.admission import lock_thread
+from pai_threads.store.checkpoints import checkpoint_open_parts
 from pai_threads.store.claims import claimed_run, lease_of
 from pai_threads.store.db import run_db as _db
 from pai_threads.store.fenced_writes import (
@@ -136,18 +137,18 @@ class ORMThreadStore:
         # MF-043: stream only into the thread's tail, folded into the UPDATE's WHERE (one
         # index probe, no extra round trip); a message after it makes the UPDATE match
         # nothing, and the INSERT then meets the one-open-message index.
-        later = Message.objects.filter(thread_id=lease.thread_id, pk__gt=OuterRef("pk"))
-        rows = Message.objects.filter(
-            run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
-        ).filter(~Exists(later))
         step = (lease.run_id, step_index)
         try:
             if step in self._open_steps:
-                # This store opened the row: one self-fencing statement updates it.
-                updated = update_parts(lease, rows, parts, fenced=True)
-                if updated is not None:
-                    self.facts.queue_observed(lease.run_id, updated[1])
+                # This store opened the row: one prebuilt, self-fencing statement updates it.
+                queued = checkpoint_open_parts(lease, step_index=step_index, parts=parts)
+                if queued is not None:
+                    self.facts.queue_observed(lease.run_id, queued)
                     return
+            later = Message.objects.filter(thread_id=lease.thread_id, pk__gt=OuterRef("pk"))
+            rows = Message.objects.filter(
+                run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
+            ).filter(~Exists(later))
             with transaction.atomic():
                 fence(lease)
                 if not rows.update(parts=parts, updated_at=timezone.now()):

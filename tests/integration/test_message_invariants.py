@@ -18,7 +18,7 @@ from django.urls import reverse
 from pydantic import BaseModel
 
 from pai_agents import RecordingSink, RunEngine, ScriptedModel, ScriptedStep, define_agent, tool
-from pai_agents.engine.store import ClaimedRun, OpenMessageConflict, StepRecord
+from pai_agents.engine.store import ClaimedRun, LeaseLost, OpenMessageConflict, StepRecord
 from pai_agents.messages.parts import UnknownPartType
 from pai_threads import services
 from pai_threads.execution import registry
@@ -127,6 +127,19 @@ def test_mf_043_streaming_into_a_message_that_is_not_the_tail_fails(alice: Ident
         store.checkpoint_message_sync(claim.lease, message=_assistant("a1", "three"), step_index=0)
     opened = Message.objects.get(message_id="a1")
     assert (opened.status, opened.parts) == ("open", [{"type": "text", "text": "two"}])
+
+
+def test_a_repeated_checkpoint_is_fenced_by_the_lease(alice: Identity) -> None:
+    """The prebuilt checkpoint statement (store/checkpoints.py) checks the lease in its own
+    WHERE: a worker whose lease was taken over changes nothing and gets LeaseLost."""
+    _, claim = _claimed(alice)
+    store = ORMThreadStore()
+    store.checkpoint_message_sync(claim.lease, message=_assistant("a1", "one"), step_index=0)
+    store.checkpoint_message_sync(claim.lease, message=_assistant("a1", "two"), step_index=0)
+    Run.objects.filter(id=claim.lease.run_id).update(lease_token=claim.lease.token + 1)
+    with pytest.raises(LeaseLost):
+        store.checkpoint_message_sync(claim.lease, message=_assistant("a1", "late"), step_index=0)
+    assert Message.objects.get(message_id="a1").parts == [{"type": "text", "text": "two"}]
 
 
 def test_mf_043_only_an_assistant_message_can_be_open(alice: Identity) -> None:
