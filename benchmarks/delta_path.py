@@ -188,7 +188,9 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
         consumers.append(consumer)
         tasks.append(asyncio.ensure_future(consumer(scope, inbox.get, clients.sender(i))))
         inboxes.append(inbox)
-    await asyncio.gather(*(c.connected.wait() for c in consumers))
+        if len(consumers) % _CONNECT_WAVE == 0:
+            await _connected(consumers[-_CONNECT_WAVE:], tasks)
+    await _connected(consumers, tasks)
     times: dict[str, float] = {}
     profile = profiles.get("server")
     runner = threading.Thread(
@@ -225,6 +227,25 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
         "run_thread_us_per_delta": round(times.get("run", 0.0) / max(1, delivered) * 1e6, 1),
         "server_thread_us_per_delta": round(server_cpu / max(1, delivered) * 1e6, 1),
     }
+
+
+# Clients connect in waves: a hundred at once exceed the Redis connection pool's limit
+# ("Too many connections": each join is a command of its own), which clients arriving
+# over time never do.
+_CONNECT_WAVE = 20
+
+
+async def _connected(consumers: list[Any], tasks: list[asyncio.Future[Any]]) -> None:
+    """Wait for ``consumers`` to connect; a consumer that failed ends the run with its error."""
+    waits = [asyncio.ensure_future(c.connected.wait()) for c in consumers]
+    pending: set[asyncio.Future[Any]] = set(waits)
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=1.0)
+        for task in tasks:
+            if task.done():
+                task.result()  # raises the consumer's error (none of them should end yet)
+    for wait in waits:
+        wait.cancel()
 
 
 def _top(profile: cProfile.Profile, limit: int) -> str:
