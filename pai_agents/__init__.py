@@ -44,6 +44,7 @@ from pai_agents.models import (
 )
 from pai_agents.models.scripted import ScriptedModel, ScriptedStep, ScriptedToolCall
 from pai_agents.reasoning_summary import ReasoningSummary, ReasoningSummaryInput
+from pai_agents.subagents import SubagentTool, subagent
 from pai_agents.sync_calls import SyncRunner, run_sync, use_sync_runner
 from pai_agents.titles import ThreadTitleInput, ThreadTitles
 from pai_agents.tools import Suspend, Tool, ToolContext, ToolError, ToolFailure, tool
@@ -82,6 +83,7 @@ __all__ = [
     "ScriptedStep",
     "ScriptedToolCall",
     "StepRecord",
+    "SubagentTool",
     "Suspend",
     "SyncRunner",
     "ThreadStore",
@@ -98,6 +100,7 @@ __all__ = [
     "define_agent",
     "define_command",
     "run_sync",
+    "subagent",
     "tool",
     "use_sync_runner",
 ]

@@ -26,7 +26,8 @@ __all__ = [
 ]
 
 # The built-in kinds: a person approving a call, a client fulfilling a tool without execute.
-BUILTIN_SUSPENSIONS = frozenset({"approval", "client"})
+# A sub-agent call waits as the third: answered by the runtime (docs/subagents.md).
+BUILTIN_SUSPENSIONS = frozenset({"approval", "client", "subagent"})
 
 
 @dataclass(frozen=True)

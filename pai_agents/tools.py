@@ -186,6 +186,12 @@ class Tool:
         )
         object.__setattr__(self, "suspends", suspends)
 
+    @property
+    def resumes_with_answers(self) -> bool:
+        """Whether an answered episode re-enters ``execute`` (declared suspensions, and a
+        sub-agent's outcome): the engine then loads the call's episodes on resume."""
+        return bool(self.suspends)
+
     @cached_property
     def _schema(self) -> dict[str, Any]:
         return self.input_model.model_json_schema()

@@ -101,6 +101,9 @@ DEFAULTS: dict[str, Any] = {
     # Default and largest page sizes of list endpoints.
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 200,
+    # How deep sub-agents may nest (docs/subagents.md): a call beyond it is answered with a
+    # model-visible error instead of starting a child run.
+    "SUBAGENT_MAX_DEPTH": 3,
 }
 
 

@@ -197,7 +197,7 @@ async def _load_suspensions(
     """LC-133: one read for the suspension episodes of the calls this episode resumes
     (answered approvals, client/manual results, answered input suspensions), and only when
     a tool hook reads them or a tool declares suspensions (whose answers are episodes)."""
-    declares = any(t.suspends for t in state.agent.tools.values())
+    declares = any(t.resumes_with_answers for t in state.agent.tools.values())
     if not state.phases & TOOL_PHASES and not declares:
         return
     call_ids = [*answered] + [

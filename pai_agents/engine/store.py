@@ -142,7 +142,7 @@ class ActionRequest:
 
     tool_call_id: str
     tool_name: str
-    kind: Literal["approval", "client", "input"]
+    kind: Literal["approval", "client", "input", "subagent"]
     input: Any
     approval_id: str | None = None
     suspension: str | None = None

@@ -21,6 +21,7 @@ from pai_agents.engine.store import ActionRequest, Lease
 from pai_agents.lifecycle.inputs import ResumeEntry
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.messages.types import UIMessageChunk
+from pai_agents.subagents import SUBAGENT, SubagentTool
 from pai_agents.suspensions import Suspend, answer_schema
 
 __all__ = [
@@ -65,6 +66,19 @@ def split_suspended(
         if chunk.get("type") != "tool-output-available" or not isinstance(suspend, Suspend):
             final.append((chunk, ms, call))
             continue
+        sequence = len(history.get(call.tool_call_id, ()))
+        if isinstance(call.tool, SubagentTool):
+            actions.append(
+                ActionRequest(
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool.name,
+                    kind="subagent",
+                    input=suspend.payload,
+                    suspension=SUBAGENT,
+                    sequence=sequence,
+                )
+            )
+            continue
         actions.append(
             ActionRequest(
                 tool_call_id=call.tool_call_id,
@@ -73,7 +87,7 @@ def split_suspended(
                 input=suspend.payload,
                 suspension=suspend.name,
                 answer_schema=answer_schema(call.tool.suspends[suspend.name]),
-                sequence=len(history.get(call.tool_call_id, ())),
+                sequence=sequence,
             )
         )
     return final, actions
@@ -82,10 +96,11 @@ def split_suspended(
 def latest_input(
     history: Mapping[str, Sequence[SuspensionEpisode]], tool_call_id: str
 ) -> SuspensionEpisode | None:
-    """The call's latest episode when it is an input suspension: it, not the run's
-    ``executing_tool_calls`` (which counts any earlier episode), says where the call is."""
+    """The call's latest episode when it is an input suspension or a sub-agent call: it,
+    not the run's ``executing_tool_calls`` (which counts any earlier episode), says where
+    the call is."""
     episodes = history.get(tool_call_id, ())
-    if episodes and episodes[-1].kind == "input":
+    if episodes and episodes[-1].kind in ("input", "subagent"):
         return episodes[-1]
     return None
 
@@ -100,7 +115,7 @@ def input_entry(tool_name: str, tool_call_id: str, episode: SuspensionEpisode) -
         resume=resolution.get("answer"),
         action={
             "id": episode.action_id,
-            "kind": "input",
+            "kind": episode.kind,
             "toolCallId": tool_call_id,
             "suspension": episode.name,
         },

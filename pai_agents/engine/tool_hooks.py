@@ -35,6 +35,7 @@ from pai_agents.lifecycle.results import (
 )
 from pai_agents.mcp.tools import MCPTool
 from pai_agents.messages.types import UIMessageChunk
+from pai_agents.subagents import SubagentTool
 
 __all__ = ["after_tool", "before_tool"]
 
@@ -45,9 +46,11 @@ def _tool_input(
     state: RunState, step: StepInfo, call_id: str, name: str, value: Any, entry: ToolExecutionEntry
 ) -> dict[str, Any]:
     tool = state.agent.tools.get(name)
-    source: Literal["backend", "client", "mcp"] = (
+    source: Literal["backend", "client", "mcp", "subagent"] = (
         "mcp"
         if isinstance(tool, MCPTool)
+        else "subagent"
+        if isinstance(tool, SubagentTool)
         else "client"
         if tool is not None and tool.execute is None
         else "backend"

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeAlias
 
 __all__ = ["SuspensionEpisode", "SuspensionKind", "SuspensionStatus"]
 
-SuspensionKind: TypeAlias = Literal["approval", "client", "input"]
+SuspensionKind: TypeAlias = Literal["approval", "client", "input", "subagent"]
 SuspensionStatus: TypeAlias = Literal["pending", "submitted", "executing", "cancelled"]
 
 

@@ -8,6 +8,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from pai_agents.agent import AgentDefinition
+from pai_agents.subagents import SubagentTool
 from pai_threads.conf import pai_settings
 
 __all__ = ["AgentNotFound", "agents", "clear_cache", "default_agent_name", "get_agent"]
@@ -27,7 +28,20 @@ def agents() -> dict[str, AgentDefinition]:
         if agent.name in loaded:
             raise ImproperlyConfigured(f"PAI['AGENTS'] defines agent {agent.name!r} twice")
         loaded[agent.name] = agent
+    _add_subagents(loaded)
     return loaded
+
+
+def _add_subagents(loaded: dict[str, AgentDefinition]) -> None:
+    """Agents passed to ``subagent(...)`` as definitions are served too (children of
+    children included), unless a registered agent of that name comes first."""
+    pending = list(loaded.values())
+    while pending:
+        for tool in pending.pop().tools.values():
+            child = tool.agent if isinstance(tool, SubagentTool) else None
+            if isinstance(child, AgentDefinition) and child.name not in loaded:
+                loaded[child.name] = child
+                pending.append(child)
 
 
 def get_agent(name: str) -> AgentDefinition:

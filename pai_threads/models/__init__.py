@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from pai_agents.ids import new_id
 from pai_threads.models.attempts import RunAttempt
+from pai_threads.models.rewrite_delivery import RewriteDelivery
 
 __all__ = [
     "File",
@@ -73,6 +74,16 @@ class Thread(models.Model):
     # Set by the application (PATCH archived): hidden from lists filtered with
     # ``archived=false``, otherwise a thread like any other.
     archived = models.BooleanField(default=False)
+    # A hidden sub-agent thread (docs/subagents.md): the parent run whose tool call it
+    # serves. Never listed among the scope's threads; deleted with the parent's thread.
+    parent_run = models.ForeignKey(
+        "Run",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="subagent_threads",
+        db_index=False,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -115,6 +126,7 @@ class Run(models.Model):
         REGENERATE = "regenerate"
         RESUME = "resume"
         COMMAND = "command"  # started by an agent command (docs/commands.md)
+        SUBAGENT = "subagent"  # a parent run's sub-agent tool call (docs/subagents.md)
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
 
@@ -144,6 +156,16 @@ class Run(models.Model):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     # The user message a regenerate run answers again (send runs answer their own input).
     input_message_id = models.CharField(max_length=100, blank=True, default="")
+    # A sub-agent run: the parent run and the tool call it answers (docs/subagents.md).
+    parent_run = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="subagent_runs",
+        db_index=False,
+    )
+    parent_tool_call_id = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -157,6 +179,12 @@ class Run(models.Model):
                 fields=["thread"],
                 condition=Q(status__in=["queued", "running", "waiting"]),
                 name="pai_one_active_run_per_thread",
+            ),
+            # One child run per sub-agent call, however often the parent's episode runs.
+            models.UniqueConstraint(
+                fields=["parent_run", "parent_tool_call_id"],
+                condition=Q(parent_run__isnull=False),
+                name="pai_one_child_per_call",
             ),
             models.CheckConstraint(
                 condition=Q(
@@ -305,28 +333,6 @@ class Message(models.Model):
         }
 
 
-class RewriteDelivery(models.Model):
-    """The per-thread lease that serializes ``history_rewritten`` across processes (LC-065).
-
-    A process delivering a fact holds ``owner`` until ``expires_at`` (renewed while the hook
-    runs; an expired lease can be taken over). A fact that finds the lease held waits in
-    ``pending`` (only the newest: facts are coalesced) for the holder, which delivers it
-    before releasing. ``delivered_version`` drops facts older than one already delivered.
-    """
-
-    thread = models.OneToOneField(
-        Thread, on_delete=models.CASCADE, primary_key=True, related_name="+"
-    )
-    owner = models.CharField(max_length=64, blank=True, default="")
-    expires_at = models.DateTimeField(null=True, blank=True)
-    pending = models.JSONField(null=True, blank=True)
-    pending_version = models.PositiveIntegerField(default=0)
-    delivered_version = models.PositiveIntegerField(default=0)
-
-    def __str__(self) -> str:
-        return f"rewrite delivery of {self.thread_id}"
-
-
 class Step(models.Model):
     # Indexed by the unique (run, index) constraint, which leads with it.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps", db_index=False)
@@ -413,6 +419,7 @@ class PendingAction(models.Model):
         APPROVAL = "approval"
         CLIENT = "client"
         INPUT = "input"
+        SUBAGENT = "subagent"  # answered by the runtime when the child run ends
 
     class Status(models.TextChoices):
         PENDING = "pending"

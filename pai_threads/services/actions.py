@@ -32,7 +32,7 @@ from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
 from pai_threads.services.input_guard import check_json, lookup_id
 from pai_threads.services.threads import get_thread
-from pai_threads.store.admission import dispatch_after_commit
+from pai_threads.store.admission import resume_if_answered
 
 __all__ = [
     "AnswerInvalid",
@@ -95,6 +95,9 @@ def _submit(
             raise NotFound("pending action not found")  # its thread was deleted meanwhile
         if action.status != PendingAction.Status.PENDING:
             raise ActionConflict("this action was already answered or cancelled")
+        if action.kind == PendingAction.Kind.SUBAGENT:
+            # Only the child run's end answers it (docs/subagents.md): no one forges it.
+            raise ActionConflict("a sub-agent call is answered by its child run, not submitted")
         if action.kind == PendingAction.Kind.INPUT:
             # The tool part stays input-available: the episode holds the answer until the
             # call re-enters execute (docs/suspensions.md).
@@ -117,15 +120,7 @@ def _submit(
         # The answered message first: its tool part's episode now has the resolution
         # (MF-023); then the run's status, the queue and the actions.
         publish_after_commit(action.thread_id, partial(_answered_events, action))
-        still_pending = PendingAction.objects.filter(
-            run_id=action.run_id, status=PendingAction.Status.PENDING
-        ).exists()
-        if not still_pending:
-            resumed = Run.objects.filter(pk=action.run_id, status=Run.Status.WAITING).update(
-                status=Run.Status.QUEUED
-            )
-            if resumed and dispatch:
-                dispatch_after_commit(action.run_id)
+        resume_if_answered(action.run_id, dispatch=dispatch)
     return action
 
 
@@ -229,7 +224,7 @@ class PendingActionView:
     message_id: str
     tool_call_id: str
     tool_name: str
-    kind: Literal["approval", "client", "input"]
+    kind: Literal["approval", "client", "input", "subagent"]
     input: Any
     approval_id: str | None
     created_at: datetime

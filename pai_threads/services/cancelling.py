@@ -25,6 +25,7 @@ from pai_threads.models import Message, PendingAction, Run
 from pai_threads.observability import signals
 from pai_threads.services.input_guard import lookup_id
 from pai_threads.store.admission import admit_next, dispatch_after_commit, lock_thread
+from pai_threads.subagents import answer_parent
 
 __all__ = ["cancel_locked", "cancel_run"]
 
@@ -71,6 +72,7 @@ def cancel_locked(run: Run) -> None:
     waiting = run.status == Run.Status.WAITING
     message = None
     if waiting:
+        _cancel_children_after_commit(run)
         PendingAction.objects.filter(run=run, status=PendingAction.Status.PENDING).update(
             status=PendingAction.Status.CANCELLED, resolved_at=now
         )
@@ -91,8 +93,36 @@ def cancel_locked(run: Run) -> None:
         status=Run.Status.CANCELLED, finished_at=now, lease_owner="", lease_expires_at=None
     )
     admit_next(run.thread_id)
+    if run.parent_run_id:  # a sub-agent run: the parent's call gets "cancelled"
+        answer_parent(run.id)
     _run_finished_after_commit(run, message, continuation=waiting)
     signals.send_after_commit(signals.run_finished, **signals.run_ids(run), status="cancelled")
+
+
+def _cancel_children_after_commit(run: Run) -> None:
+    """Cancelling a parent that waits on sub-agent calls cancels their child runs, each in a
+    transaction of its own after this one commits (the child's locks are never taken while
+    the parent's are held: a child ending at the same moment locks child, then parent)."""
+    children = list(
+        Run.objects.filter(parent_run=run, status__in=Run.ACTIVE).values_list("id", "thread_id")
+    )
+
+    def cancel_children() -> None:
+        for child in children:
+            _cancel_child(*child)
+
+    if children:
+        transaction.on_commit(cancel_children)
+
+
+def _cancel_child(run_id: str, thread_id: str) -> None:
+    with transaction.atomic():
+        lock_thread(thread_id)
+        child = Run.objects.select_for_update().filter(id=run_id).first()
+        if child is None:
+            return
+        cancel_locked(child)
+        publish_after_commit(thread_id, partial(run_and_side_state, thread_id, child.id))
 
 
 def _waiting_row(run: Run) -> Message | None:

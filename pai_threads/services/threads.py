@@ -162,9 +162,11 @@ def list_threads(
     archived: bool | None = None,
 ) -> Page:
     """Most recently updated first; the token resumes after the last thread seen.
-    ``archived``: only archived (True) or only active (False) threads; None lists both."""
+    ``archived``: only archived (True) or only active (False) threads; None lists both.
+    Hidden sub-agent threads are never listed (docs/subagents.md)."""
     size = page_size(limit)
-    threads = Thread.objects.filter(scope_key=identity.scope_key).order_by("-updated_at", "-id")
+    threads = Thread.objects.filter(scope_key=identity.scope_key, parent_run__isnull=True)
+    threads = threads.order_by("-updated_at", "-id")
     if archived is not None:
         threads = threads.filter(archived=archived)
     if page_token:

@@ -16,11 +16,11 @@ from pai_threads.events.projections import message_public
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import message_committed
 from pai_threads.executors import get_executor
-from pai_threads.models import Message, QueueItem, Run, Thread
+from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
 from pai_threads.store.rewrites import run_metadata_defaults
 from pai_threads.store.sql import qn
 
-__all__ = ["admit_next", "dispatch_after_commit", "lock_thread"]
+__all__ = ["admit_next", "dispatch_after_commit", "lock_thread", "resume_if_answered"]
 
 
 def dispatch_after_commit(run_id: str) -> None:
@@ -99,3 +99,16 @@ def admit_next(thread_id: str) -> Run | None:
     publish_after_commit(thread_id, [message_committed(thread_id, message_public(row))])
     dispatch_after_commit(run.id)
     return run
+
+
+def resume_if_answered(run_id: str, *, dispatch: bool = True) -> bool:
+    """A waiting run whose last pending action was just answered is queued again (and
+    dispatched after commit); True when it was. The caller holds the run's row lock."""
+    if PendingAction.objects.filter(run_id=run_id, status=PendingAction.Status.PENDING).exists():
+        return False
+    resumed = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(
+        status=Run.Status.QUEUED
+    )
+    if resumed and dispatch:
+        dispatch_after_commit(run_id)
+    return bool(resumed)

@@ -59,6 +59,7 @@ from pai_threads.store.sql import (
     returning_sql,
     update_sql,
 )
+from pai_threads.subagents.outcomes import answer_parent
 
 __all__ = [
     "Fenced",
@@ -93,6 +94,7 @@ _RUN_FIELDS = model_fields(
         "created_at",
         "started_at",
         "finished_at",
+        "parent_run_id",
     ),
 )
 _CLAIM_FIELDS = _RUN_FIELDS + model_fields(
@@ -352,6 +354,8 @@ def after_end(lease: Lease, fenced: Fenced) -> None:
     fencing UPDATE saw the queue after the thread lock: nothing queued, nothing to admit)."""
     if fenced.queued:
         admit_next(lease.thread_id)
+    if fenced.run.parent_run_id:  # a sub-agent run: its end answers the parent's call
+        answer_parent(lease.run_id)
 
 
 def outcome_changes(outcome: RunOutcome) -> dict[str, Any]:

@@ -68,6 +68,7 @@ from pai_threads.store.sql import (
     queued_sql,
 )
 from pai_threads.store.suspensions import action_request, suspend_history_of
+from pai_threads.subagents.children import start_children
 
 __all__ = ["ORMThreadStore"]
 
@@ -319,6 +320,7 @@ class ORMThreadStore:
                 )
                 for action in actions
             )
+            start_children(lease, actions)  # sub-agent calls: their child runs, atomically
         self._unsuspended.discard(message["id"])
         self.facts.message_changed(message["id"])
         self._record(lease, fenced, ends=False)

@@ -49,6 +49,8 @@ VERSION: Final = 1
 #: default: a row without one takes the default (a file written before the column existed).
 ADDED_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
     "pending_action": frozenset({"sequence"}),  # migration 0013: suspension episodes
+    "thread": frozenset({"parent_run_id"}),  # migration 0015: sub-agents
+    "run": frozenset({"parent_run_id", "parent_tool_call_id"}),
 }
 
 # Record type -> model, in the order rows are written and inserted (parents first).

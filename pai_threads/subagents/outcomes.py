@@ -1,0 +1,99 @@
+"""Answering a sub-agent call: in the transaction that ends the child run.
+
+The child's end and the parent's answered action commit together, so a crash can neither
+lose the answer nor give it twice; the parent is queued again once nothing else of it
+waits. A parent that stopped waiting meanwhile (cancelled) has no pending action left, and
+the child's end changes nothing of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from pai_agents.json import ensure_strict_json
+from pai_threads.events.publishing import publish_after_commit
+from pai_threads.events.types import run_and_side_state, stored_message_committed
+from pai_threads.models import Message, PendingAction, Run
+from pai_threads.store.admission import resume_if_answered
+
+__all__ = ["answer_parent", "child_outcome"]
+
+_ERRORS = {
+    Run.Status.FAILED: "the sub-agent's run failed",
+    Run.Status.BLOCKED: "the sub-agent's run was blocked",
+}
+
+
+def child_outcome(child: Run) -> dict[str, Any]:
+    """What the parent's call gets (:class:`~pai_agents.subagents.SubagentOutcome`'s
+    fields): the status, the child's final assistant text, where to
+    read the whole transcript, and the child's usage. Private error details stay on the
+    child run (operators see them there)."""
+    outcome: dict[str, Any] = {
+        "status": child.status,
+        "thread_id": child.thread_id,
+        "run_id": child.id,
+        "usage": dict(child.usage or {}),
+    }
+    if child.status == Run.Status.COMPLETED:
+        outcome["text"] = _final_text(child.id)
+    elif child.status in _ERRORS:
+        outcome["error"] = _ERRORS[Run.Status(child.status)]
+    return outcome
+
+
+def _final_text(run_id: str) -> str:
+    """The text of the child's last assistant message that has any."""
+    rows = (
+        Message.objects.filter(run_id=run_id, role="assistant")
+        .exclude(status=Message.Status.OPEN)
+        .order_by("-created_at", "-id")
+        .values_list("parts", flat=True)
+    )
+    for parts in rows:
+        text = "".join(
+            str(p.get("text") or "") for p in parts or () if p.get("type") == "text"
+        ).strip()
+        if text:
+            return text
+    return ""
+
+
+def answer_parent(child_run_id: str) -> bool:
+    """Inside the transaction that ended ``child_run_id``: answer its parent's pending
+    sub-agent action with the child's outcome and resume the parent when nothing else of it
+    waits. True when an action was answered."""
+    child = Run.objects.filter(pk=child_run_id).first()
+    if child is None or not child.parent_run_id:
+        return False
+    # The parent's run row before its action: the order the submit path takes them in.
+    Run.objects.select_for_update().filter(pk=child.parent_run_id).values_list("pk").first()
+    action = (
+        PendingAction.objects.select_for_update()
+        .filter(
+            run_id=child.parent_run_id,
+            tool_call_id=child.parent_tool_call_id,
+            kind=PendingAction.Kind.SUBAGENT,
+            status=PendingAction.Status.PENDING,
+        )
+        .first()
+    )
+    if action is None:
+        return False
+    outcome = child_outcome(child)
+    action.status = PendingAction.Status.SUBMITTED
+    action.response = ensure_strict_json({"answer": outcome}, what="sub-agent outcome")
+    action.submitted_by = {"runtime": "subagent", "runId": child.id}
+    action.resolved_at = timezone.now()
+    action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
+    publish_after_commit(action.thread_id, lambda: _answered_events(action))
+    resume_if_answered(action.run_id)
+    return True
+
+
+def _answered_events(action: PendingAction) -> list[Any]:
+    row = Message.objects.filter(thread_id=action.thread_id, message_id=action.message_id).first()
+    committed = [stored_message_committed(row)] if row is not None else []
+    return [*committed, *run_and_side_state(action.thread_id, action.run_id)]
