@@ -48,12 +48,16 @@ def websocket_application(extra_urlpatterns: Sequence[Any] = ()) -> ASGIApp:
 
 
 def start_background_services() -> None:
-    """Start what a web process runs for PAI: with ``PAI["EXECUTOR"] == "thread"``, the
+    """Start what a web process runs for PAI: the garbage-collector tuning of
+    ``PAI["GC_TUNING"]`` (:mod:`pai_threads.executors.gc_tuning`: start-up's objects frozen,
+    so full collections stop stalling the event loop), and with ``PAI["EXECUTOR"] == "thread"`` the
     embedded recovery sweeper, so a restarted server resumes the runs its previous process
-    left behind. Idempotent; a no-op for Celery (beat runs the sweeper there)."""
+    left behind (Celery's beat runs the sweeper instead). Idempotent."""
     from pai_threads.conf import pai_settings
+    from pai_threads.executors.gc_tuning import tune_gc
     from pai_threads.executors.thread import start_embedded_sweeper
 
+    tune_gc()
     if pai_settings.EXECUTOR == "thread":
         start_embedded_sweeper()
 

@@ -16,9 +16,11 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from pai_threads.conf import DEFAULTS, pai_settings
+from pai_threads.executors.gc_tuning import gc_thresholds
 
 __all__ = [
     "HINTS",
@@ -170,11 +172,21 @@ def check_pai_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     types = pai_settings.FILE_MEDIA_TYPES
     if not isinstance(types, list | tuple) or not all(isinstance(t, str) for t in types):
         messages.append(_msg("pai.E016", "PAI['FILE_MEDIA_TYPES'] must be a list of strings"))
+    messages += _check_gc_tuning()
     messages += _check_executor_setting()
     messages += _check_dotted("IDENTITY_RESOLVER", "pai.E011")
     if pai_settings.FILE_PROVIDER is not None:
         messages += _check_dotted("FILE_PROVIDER", "pai.E004")
     return messages
+
+
+def _check_gc_tuning() -> list[CheckMessage]:
+    try:
+        gc_thresholds(pai_settings.GC_TUNING)
+    except ImproperlyConfigured as exc:
+        hint = "True (the default), False, or gc.set_threshold()'s three arguments."
+        return [_msg("pai.E016", str(exc), hint)]
+    return []
 
 
 def _check_executor_setting() -> list[CheckMessage]:

@@ -75,10 +75,10 @@ DEFAULTS: dict[str, Any] = {
     # calls at once, and this many connections held.
     "STORE_THREADS": 4,
     # Garbage-collector tuning of PAI's long-lived processes (the ASGI web process, Celery
-    # workers; pai_threads.gc_tuning): True freezes what start-up allocated and raises the
-    # collection thresholds to (50_000, 20, 100); a 3-tuple of ints sets other thresholds;
-    # False leaves the interpreter alone. Full collections over the frozen start-up objects
-    # otherwise stall the event loop that writes every websocket frame.
+    # workers; pai_threads.executors.gc_tuning): True freezes what start-up allocated and
+    # raises the collection thresholds to (50_000, 20, 100); a 3-tuple of ints sets other
+    # thresholds; False leaves the interpreter alone. Full collections over the process's
+    # long-lived objects otherwise stall the event loop that writes every websocket frame.
     "GC_TUNING": True,
     # Prices per million tokens by model id ("gpt-4o-mini") or "provider:model id", in any
     # currency as long as it is one: {"input": "0.15", "output": "0.60", "cachedInput":

@@ -3,12 +3,31 @@ the run's lease (not the broker) decides who may execute it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+from celery.signals import worker_init, worker_process_init
 from django.db import InterfaceError, OperationalError
 
+from pai_threads.executors.gc_tuning import tune_gc
 from pai_threads.executors.loop import background_loop
 
 __all__ = ["execute_run", "generate_thread_title", "recover_runs"]
+
+
+# PAI["GC_TUNING"] in workers (pai_threads.executors.gc_tuning): worker_init in the worker's
+# main process, whatever the pool (solo and threads run tasks there; prefork forks its children
+# with start-up's objects already frozen, so their collections never touch those pages), and
+# worker_process_init in each prefork child, freezing what it allocated since the fork.
+# Celery imports this module (autodiscover_tasks) before it sends either signal.
+@worker_init.connect
+def _tune_worker_gc(**_: Any) -> None:
+    tune_gc()
+
+
+@worker_process_init.connect
+def _tune_pool_child_gc(**_: Any) -> None:
+    tune_gc()
 
 
 # A run dispatched while the database is away fails its claim: retried with backoff, it

@@ -12,8 +12,9 @@ from django.utils.module_loading import import_string
 
 from pai_threads.conf import pai_settings
 from pai_threads.executors.base import Executor
+from pai_threads.executors.gc_tuning import tune_gc
 
-__all__ = ["Executor", "clear_cache", "get_executor"]
+__all__ = ["Executor", "clear_cache", "get_executor", "tune_gc"]
 
 _BUILTIN = {
     "thread": "pai_threads.executors.thread.ThreadExecutor",
