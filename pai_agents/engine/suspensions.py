@@ -21,7 +21,7 @@ from pai_agents.engine.store import ActionRequest, Lease
 from pai_agents.lifecycle.inputs import ResumeEntry
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.messages.types import UIMessageChunk
-from pai_agents.subagents import SUBAGENT, SubagentTool
+from pai_agents.subagents import SubagentTool
 from pai_agents.suspensions import Suspend, answer_schema
 
 __all__ = [
@@ -66,28 +66,18 @@ def split_suspended(
         if chunk.get("type") != "tool-output-available" or not isinstance(suspend, Suspend):
             final.append((chunk, ms, call))
             continue
-        sequence = len(history.get(call.tool_call_id, ()))
-        if isinstance(call.tool, SubagentTool):
-            actions.append(
-                ActionRequest(
-                    tool_call_id=call.tool_call_id,
-                    tool_name=call.tool.name,
-                    kind="subagent",
-                    input=suspend.payload,
-                    suspension=SUBAGENT,
-                    sequence=sequence,
-                )
-            )
-            continue
+        # A sub-agent call is answered by the runtime (no schema); a declared suspension
+        # by a person, against the declared model.
+        subagent = isinstance(call.tool, SubagentTool)
         actions.append(
             ActionRequest(
                 tool_call_id=call.tool_call_id,
                 tool_name=call.tool.name,
-                kind="input",
+                kind="subagent" if subagent else "input",
                 input=suspend.payload,
                 suspension=suspend.name,
-                answer_schema=answer_schema(call.tool.suspends[suspend.name]),
-                sequence=sequence,
+                answer_schema=None if subagent else answer_schema(call.tool.suspends[suspend.name]),
+                sequence=len(history.get(call.tool_call_id, ())),
             )
         )
     return final, actions

@@ -33,7 +33,7 @@ from pai_threads.events.projections import (
     run_public,
     thread_public,
 )
-from pai_threads.models import Message, Run, Thread
+from pai_threads.models import Message, PendingAction, Run, Thread
 
 __all__ = [
     "ActionsChanged",
@@ -48,6 +48,7 @@ __all__ = [
     "ThreadDeleted",
     "ThreadEvent",
     "ThreadUpdated",
+    "action_answered",
     "actions_changed",
     "empty_side_state",
     "generation_finished",
@@ -145,6 +146,14 @@ def run_and_side_state(thread_id: str, run_id: str) -> list[RunEvent]:
     the run's state announces (a cancel, queued input, a regenerate, an answer)."""
     run = Run.objects.filter(pk=run_id).first()
     return [*([run_status_of(run)] if run is not None else []), *side_state(thread_id)]
+
+
+def action_answered(action: PendingAction) -> list[RunEvent]:
+    """What an answered action announces: the message holding its tool part (the part and
+    its episode changed, MF-023), then the run's status, the queue and the actions."""
+    row = Message.objects.filter(thread_id=action.thread_id, message_id=action.message_id).first()
+    committed = [stored_message_committed(row)] if row is not None else []
+    return [*committed, *run_and_side_state(action.thread_id, action.run_id)]
 
 
 def empty_side_state(thread_id: str) -> list[QueueChanged | ActionsChanged]:

@@ -19,14 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import BaseModel, ValidationError
 
-from pai_agents.engine.events import RunEvent
 from pai_agents.engine.tool_calls import error_chunk
 from pai_agents.json import NotStrictJson, ensure_strict_json
 from pai_agents.messages.reducer import MessageReducer
 from pai_threads.conf import pai_settings
 from pai_threads.errors import ActionConflict, InvalidInput, NotFound
 from pai_threads.events.publishing import publish_after_commit
-from pai_threads.events.types import run_and_side_state, stored_message_committed
+from pai_threads.events.types import action_answered
 from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Thread
@@ -119,7 +118,7 @@ def _submit(
         action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
         # The answered message first: its tool part's episode now has the resolution
         # (MF-023); then the run's status, the queue and the actions.
-        publish_after_commit(action.thread_id, partial(_answered_events, action))
+        publish_after_commit(action.thread_id, partial(action_answered, action))
         resume_if_answered(action.run_id, dispatch=dispatch)
     return action
 
@@ -163,12 +162,6 @@ def _answer_model(action: PendingAction, name: str) -> type[BaseModel]:
     if model is None:
         raise ActionConflict(f"tool {action.tool_name} no longer declares suspension {name!r}")
     return model
-
-
-def _answered_events(action: PendingAction) -> list[RunEvent]:
-    answered = answered_message(action)
-    committed = [stored_message_committed(answered)] if answered is not None else []
-    return [*committed, *run_and_side_state(action.thread_id, action.run_id)]
 
 
 def _answer_chunk(

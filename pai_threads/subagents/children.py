@@ -26,15 +26,13 @@ def max_depth() -> int:
     return int(pai_settings.SUBAGENT_MAX_DEPTH)
 
 
-def subagent_depth(run_id: str, limit: int) -> int:
-    """How many parent runs are above ``run_id`` (0 for a run a person started), counting
-    no further than ``limit``."""
-    depth, current = 0, run_id
-    while depth <= limit:
-        parent = Run.objects.filter(pk=current).values_list("parent_run_id", flat=True).first()
-        if not parent:
-            return depth
-        depth, current = depth + 1, parent
+def subagent_depth(run: Run, limit: int) -> int:
+    """How many parent runs are above ``run`` (0 for a run a person started), counting no
+    further than ``limit``: one read per level above it."""
+    depth, parent = 0, run.parent_run_id
+    while parent and depth <= limit:
+        depth += 1
+        parent = Run.objects.filter(pk=parent).values_list("parent_run_id", flat=True).first()
     return depth
 
 
@@ -46,9 +44,9 @@ def start_children(lease: Lease, actions: Sequence[ActionRequest]) -> None:
     calls = [a for a in actions if a.kind == PendingAction.Kind.SUBAGENT]
     if not calls:
         return
-    parent = Run.objects.only("id", "identity", "scope_key", "thread_id").get(pk=lease.run_id)
+    parent = Run.objects.only("id", "identity", "scope_key", "parent_run_id").get(pk=lease.run_id)
     limit = max_depth()
-    too_deep = subagent_depth(parent.id, limit) + 1 > limit
+    too_deep = subagent_depth(parent, limit) + 1 > limit
     refused = False
     for call in calls:
         payload: Mapping[str, Any] = call.input if isinstance(call.input, Mapping) else {}

@@ -8,40 +8,41 @@ the child's end changes nothing of it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.utils import timezone
 
 from pai_agents.json import ensure_strict_json
+from pai_agents.subagents import SubagentOutcome
 from pai_threads.events.publishing import publish_after_commit
-from pai_threads.events.types import run_and_side_state, stored_message_committed
+from pai_threads.events.types import action_answered
 from pai_threads.models import Message, PendingAction, Run
 from pai_threads.store.admission import resume_if_answered
 
 __all__ = ["answer_parent", "child_outcome"]
 
-_ERRORS = {
+_ERRORS: dict[str, str] = {
     Run.Status.FAILED: "the sub-agent's run failed",
     Run.Status.BLOCKED: "the sub-agent's run was blocked",
 }
 
 
 def child_outcome(child: Run) -> dict[str, Any]:
-    """What the parent's call gets (:class:`~pai_agents.subagents.SubagentOutcome`'s
-    fields): the status, the child's final assistant text, where to
+    """What the parent's call gets, as a :class:`~pai_agents.subagents.SubagentOutcome`: the
+    status, the child's final assistant text, where to
     read the whole transcript, and the child's usage. Private error details stay on the
     child run (operators see them there)."""
-    outcome: dict[str, Any] = {
-        "status": child.status,
-        "thread_id": child.thread_id,
-        "run_id": child.id,
-        "usage": dict(child.usage or {}),
-    }
-    if child.status == Run.Status.COMPLETED:
-        outcome["text"] = _final_text(child.id)
-    elif child.status in _ERRORS:
-        outcome["error"] = _ERRORS[Run.Status(child.status)]
-    return outcome
+    completed = child.status == Run.Status.COMPLETED
+    outcome = SubagentOutcome(
+        status=child.status,
+        thread_id=child.thread_id,
+        run_id=child.id,
+        usage=dict(child.usage or {}),
+        text=_final_text(child.id) if completed else "",
+        error=_ERRORS.get(child.status, ""),
+    )
+    return outcome.model_dump(mode="json")
 
 
 def _final_text(run_id: str) -> str:
@@ -88,12 +89,6 @@ def answer_parent(child_run_id: str) -> bool:
     action.submitted_by = {"runtime": "subagent", "runId": child.id}
     action.resolved_at = timezone.now()
     action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
-    publish_after_commit(action.thread_id, lambda: _answered_events(action))
+    publish_after_commit(action.thread_id, partial(action_answered, action))
     resume_if_answered(action.run_id)
     return True
-
-
-def _answered_events(action: PendingAction) -> list[Any]:
-    row = Message.objects.filter(thread_id=action.thread_id, message_id=action.message_id).first()
-    committed = [stored_message_committed(row)] if row is not None else []
-    return [*committed, *run_and_side_state(action.thread_id, action.run_id)]
