@@ -10,15 +10,11 @@ the parent's call exactly once, and the parent completes with the child's text.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
-from django.test import override_settings
 from django.utils import timezone
 
 from pai_threads import services
@@ -27,69 +23,22 @@ from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run
 from tests.support import durable_harness as harness
 from tests.support import subagent_settings
-from tests.support.workers import (
-    CeleryWorker,
-    celery_broker,
-    database_url_from_settings,
-    worker_env,
-)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 IDENTITY = Identity(scope_key="test:subagents", data={})
 
 
-class Fleet:
-    """Workers started one after another on the test database and Redis."""
-
-    def __init__(self, redis_url: str, log_dir: Path) -> None:
-        self.env = worker_env(
-            database_url=database_url_from_settings(connection.settings_dict),
-            redis_url=redis_url,
-            DJANGO_SETTINGS_MODULE="tests.support.subagent_settings",
-        )
-        self.log_dir = log_dir
-        self.workers: list[CeleryWorker] = []
-
-    def start(self) -> CeleryWorker:
-        index = len(self.workers)
-        worker = CeleryWorker(
-            env=self.env,
-            concurrency=1,
-            name=f"subagents-{index}-{os.getpid()}@%h",
-            log_path=self.log_dir / f"worker-{index}.log",
-        )
-        self.workers.append(worker)
-        worker.start()
-        worker.wait_ready(timeout=60)
-        return worker
-
-    def stop(self) -> None:
-        for index, worker in enumerate(self.workers):
-            worker.stop()
-            worker.save_log(os.environ.get("PAI_ARTIFACTS_DIR"), f"subagent-worker-{index}.log")
-
-
-@contextlib.contextmanager
-def _dispatch(redis_url: str) -> Iterator[None]:
-    from kombu import pools
-
-    from pai_project.celery import app
-
-    pools.reset()  # see durable_harness.celery_dispatch
-    pai = {**settings.PAI, **subagent_settings.PAI, "EXECUTOR": "celery"}
-    try:
-        with override_settings(PAI=pai), celery_broker(app, redis_url):
-            yield
-    finally:
-        pools.reset()
-
-
 @pytest.fixture
-def fleet(transactional_db: None, redis_url: str, tmp_path: Path) -> Iterator[Fleet]:
+def fleet(transactional_db: None, redis_url: str, tmp_path: Path) -> Iterator[harness.WorkerFleet]:
+    """Workers on this module's settings; this process dispatches to them, serving the same
+    agents (answers are validated here)."""
     own_db = redis_url.rsplit("/", 1)[0] + "/12"  # this module's Redis database
-    with _dispatch(own_db):
-        workers = Fleet(own_db, tmp_path)
+    pai = {**settings.PAI, **subagent_settings.PAI, "EXECUTOR": "celery"}
+    with harness.celery_dispatch(own_db, pai):
+        workers = harness.WorkerFleet(
+            own_db, tmp_path, settings_module="tests.support.subagent_settings", name="subagents"
+        )
         try:
             yield workers
         finally:
@@ -100,7 +49,9 @@ def _lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
-def test_a_subagent_call_survives_a_worker_killed_mid_child(fleet: Fleet, tmp_path: Path) -> None:
+def test_a_subagent_call_survives_a_worker_killed_mid_child(
+    fleet: harness.WorkerFleet, tmp_path: Path
+) -> None:
     log = tmp_path / "dig.log"
     worker = fleet.start()
     thread = services.create_thread(IDENTITY, agent="planner")

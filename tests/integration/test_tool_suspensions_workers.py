@@ -9,15 +9,11 @@ while the worker that suspended the call is dead (SIGKILL) and a fresh one picks
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
-from django.test import override_settings
 from django.utils import timezone
 
 from pai_threads import services
@@ -27,12 +23,6 @@ from pai_threads.models import Message, PendingAction, Run
 from tests.support import durable_harness as harness
 from tests.support import suspension_settings
 from tests.support.suspension_agents import lines
-from tests.support.workers import (
-    CeleryWorker,
-    celery_broker,
-    database_url_from_settings,
-    worker_env,
-)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -40,66 +30,26 @@ IDENTITY = Identity(scope_key="test:suspensions", data={"userId": "collector"})
 ADDRESS = {"street": "1 Main St", "city": "Lyon"}
 
 
-class Fleet:
-    """Workers started one after another on the test database and Redis."""
-
-    def __init__(self, redis_url: str, log_dir: Path) -> None:
-        self.env = worker_env(
-            database_url=database_url_from_settings(connection.settings_dict),
-            redis_url=redis_url,
-            DJANGO_SETTINGS_MODULE="tests.support.suspension_settings",
-        )
-        self.log_dir = log_dir
-        self.workers: list[CeleryWorker] = []
-
-    def start(self) -> CeleryWorker:
-        index = len(self.workers)
-        worker = CeleryWorker(
-            env=self.env,
-            concurrency=1,
-            name=f"suspensions-{index}-{os.getpid()}@%h",
-            log_path=self.log_dir / f"worker-{index}.log",
-        )
-        self.workers.append(worker)
-        worker.start()
-        worker.wait_ready(timeout=60)
-        return worker
-
-    def stop(self) -> None:
-        for index, worker in enumerate(self.workers):
-            worker.stop()
-            worker.save_log(os.environ.get("PAI_ARTIFACTS_DIR"), f"suspension-worker-{index}.log")
-
-
-@contextlib.contextmanager
-def _dispatch(redis_url: str) -> Iterator[None]:
-    """This process serves the collector agent (answers are validated here) and dispatches
-    runs to Celery on ``redis_url``."""
-    from kombu import pools
-
-    from pai_project.celery import app
-
-    pools.reset()  # see durable_harness.celery_dispatch
-    pai = {**settings.PAI, **suspension_settings.PAI, "EXECUTOR": "celery"}
-    try:
-        with override_settings(PAI=pai), celery_broker(app, redis_url):
-            yield
-    finally:
-        pools.reset()
-
-
 @pytest.fixture
-def fleet(transactional_db: None, redis_url: str, tmp_path: Path) -> Iterator[Fleet]:
-    own_db = redis_url.rsplit("/", 1)[0] + "/11"  # this helper's Redis database
-    with _dispatch(own_db):
-        workers = Fleet(own_db, tmp_path)
+def fleet(transactional_db: None, redis_url: str, tmp_path: Path) -> Iterator[harness.WorkerFleet]:
+    """Workers on this module's settings; this process dispatches to them, serving the same
+    agents (answers are validated here)."""
+    own_db = redis_url.rsplit("/", 1)[0] + "/11"  # this module's Redis database
+    pai = {**settings.PAI, **suspension_settings.PAI, "EXECUTOR": "celery"}
+    with harness.celery_dispatch(own_db, pai):
+        workers = harness.WorkerFleet(
+            own_db,
+            tmp_path,
+            settings_module="tests.support.suspension_settings",
+            name="suspensions",
+        )
         try:
             yield workers
         finally:
             workers.stop()
 
 
-def _waiting_on(run_id: str, suspension: str, fleet: Fleet) -> PendingAction:
+def _waiting_on(run_id: str, suspension: str, fleet: harness.WorkerFleet) -> PendingAction:
     def probe() -> PendingAction | None:
         if not Run.objects.filter(pk=run_id, status=Run.Status.WAITING).exists():
             return None
@@ -113,7 +63,7 @@ def _waiting_on(run_id: str, suspension: str, fleet: Fleet) -> PendingAction:
 
 
 def test_an_answer_given_across_worker_restarts_completes_the_call_exactly_once(
-    fleet: Fleet, tmp_path: Path
+    fleet: harness.WorkerFleet, tmp_path: Path
 ) -> None:
     counter = tmp_path / "ship.log"
     first = fleet.start()
@@ -155,7 +105,7 @@ def test_an_answer_given_across_worker_restarts_completes_the_call_exactly_once(
 
 
 def test_a_worker_killed_in_the_resumed_execute_is_not_run_again(
-    fleet: Fleet, tmp_path: Path
+    fleet: harness.WorkerFleet, tmp_path: Path
 ) -> None:
     """At most once: the worker dies while the answered call ships; recovery ends the call
     with the model-visible recovery error and never re-enters ``execute``."""

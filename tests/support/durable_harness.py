@@ -29,6 +29,7 @@ from tests.support.workers import (
 
 __all__ = [
     "TERMINAL",
+    "WorkerFleet",
     "assert_transcript_integrity",
     "celery_dispatch",
     "durable_pai",
@@ -48,8 +49,9 @@ def durable_pai(executor: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def celery_dispatch(redis_url: str) -> Iterator[None]:
-    """This process dispatches runs to Celery workers on ``redis_url``."""
+def celery_dispatch(redis_url: str, pai: dict[str, Any] | None = None) -> Iterator[None]:
+    """This process dispatches runs to Celery workers on ``redis_url``, with ``pai`` as its
+    PAI settings (default: the durable agents)."""
     from kombu import pools
 
     from pai_project.celery import app
@@ -59,10 +61,43 @@ def celery_dispatch(redis_url: str) -> Iterator[None]:
     # ("Acquire on closed pool"). Dropping kombu's pool registry on both sides avoids that.
     pools.reset()
     try:
-        with override_settings(PAI=durable_pai("celery")), celery_broker(app, redis_url):
+        with override_settings(PAI=pai or durable_pai("celery")), celery_broker(app, redis_url):
             yield
     finally:
         pools.reset()
+
+
+class WorkerFleet:
+    """Workers started one after another (``start()``) on the test database and Redis, with
+    the settings module ``settings_module``; ``stop()`` stops them and saves their logs."""
+
+    def __init__(self, redis_url: str, log_dir: Path, *, settings_module: str, name: str) -> None:
+        self.env = worker_env(
+            database_url=database_url_from_settings(connection.settings_dict),
+            redis_url=redis_url,
+            DJANGO_SETTINGS_MODULE=settings_module,
+        )
+        self.log_dir = log_dir
+        self.name = name
+        self.workers: list[CeleryWorker] = []
+
+    def start(self) -> CeleryWorker:
+        index = len(self.workers)
+        worker = CeleryWorker(
+            env=self.env,
+            concurrency=1,
+            name=f"{self.name}-{index}-{os.getpid()}@%h",
+            log_path=self.log_dir / f"worker-{index}.log",
+        )
+        self.workers.append(worker)
+        worker.start()
+        worker.wait_ready(timeout=60)
+        return worker
+
+    def stop(self) -> None:
+        for index, worker in enumerate(self.workers):
+            worker.stop()
+            worker.save_log(os.environ.get("PAI_ARTIFACTS_DIR"), f"{self.name}-worker-{index}.log")
 
 
 def start_workers(
