@@ -95,6 +95,7 @@ _RUN_FIELDS = model_fields(
         "started_at",
         "finished_at",
         "parent_run_id",
+        "parent_tool_call_id",
     ),
 )
 _CLAIM_FIELDS = _RUN_FIELDS + model_fields(

@@ -68,7 +68,7 @@ from pai_threads.store.sql import (
     queued_sql,
 )
 from pai_threads.store.suspensions import action_request, suspend_history_of
-from pai_threads.subagents.children import start_children
+from pai_threads.subagents import child_progressed, start_children
 
 __all__ = ["ORMThreadStore"]
 
@@ -220,6 +220,8 @@ class ORMThreadStore:
             self._unsuspended.add(row.message_id)
             self.facts.message_written(row, suspensions=False)
         self._record(lease, fenced, ends=ends)
+        if fenced.run.parent_run_id and not ends:
+            child_progressed(fenced.run, row.parts)
 
     def _commit_replacing(
         self,
@@ -324,6 +326,8 @@ class ORMThreadStore:
         self._unsuspended.discard(message["id"])
         self.facts.message_changed(message["id"])
         self._record(lease, fenced, ends=False)
+        if fenced.run.parent_run_id:  # a sub-agent waiting on its own actions
+            child_progressed(fenced.run, message["parts"])
 
     def begin_actions_sync(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
         with transaction.atomic():

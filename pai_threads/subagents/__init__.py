@@ -4,5 +4,6 @@ that ends the child."""
 
 from pai_threads.subagents.children import start_children
 from pai_threads.subagents.outcomes import answer_parent, child_outcome
+from pai_threads.subagents.progress import child_progressed
 
-__all__ = ["answer_parent", "child_outcome", "start_children"]
+__all__ = ["answer_parent", "child_outcome", "child_progressed", "start_children"]

@@ -18,6 +18,7 @@ from pai_threads.execution import registry
 from pai_threads.models import Message, PendingAction, Run, Thread
 from pai_threads.store.admission import dispatch_after_commit, resume_if_answered
 from pai_threads.store.rewrites import run_metadata_defaults, thread_metadata_defaults
+from pai_threads.subagents.progress import progress_value, write_progress
 
 __all__ = ["start_children", "subagent_depth"]
 
@@ -104,6 +105,9 @@ def _start(parent: Run, tool_call_id: str, payload: Mapping[str, Any]) -> str | 
         producer=Message.Producer.SEND,
         relation=Message.Relation.INPUT,
     )
+    # The child's ids on the parent's tool part at once (the engine's announcement of the
+    # suspended message reads the row after this transaction).
+    write_progress(parent.id, tool_call_id, progress_value(run), lock_parent=False, announce=False)
     dispatch_after_commit(run.id)
     return None
 

@@ -9,16 +9,18 @@ the child's end changes nothing of it.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 
 from pai_agents.json import ensure_strict_json
+from pai_agents.models.base import Usage, add_usage
 from pai_agents.subagents import SubagentOutcome
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import action_answered
 from pai_threads.models import Message, PendingAction, Run
 from pai_threads.store.admission import resume_if_answered
+from pai_threads.subagents.progress import glimpse, progress_value, write_progress
 
 __all__ = ["answer_parent", "child_outcome"]
 
@@ -70,7 +72,12 @@ def answer_parent(child_run_id: str) -> bool:
     if child is None or not child.parent_run_id:
         return False
     # The parent's run row before its action: the order the submit path takes them in.
-    Run.objects.select_for_update().filter(pk=child.parent_run_id).values_list("pk").first()
+    parent_usage = (
+        Run.objects.select_for_update()
+        .filter(pk=child.parent_run_id)
+        .values_list("usage", flat=True)
+        .first()
+    )
     action = (
         PendingAction.objects.select_for_update()
         .filter(
@@ -84,11 +91,20 @@ def answer_parent(child_run_id: str) -> bool:
     if action is None:
         return False
     outcome = child_outcome(child)
+    final = progress_value(child, text=glimpse(outcome["text"]))
+    write_progress(
+        child.parent_run_id, action.tool_call_id, final, lock_parent=False, announce=False
+    )
     action.status = PendingAction.Status.SUBMITTED
     action.response = ensure_strict_json({"answer": outcome}, what="sub-agent outcome")
     action.submitted_by = {"runtime": "subagent", "runId": child.id}
     action.resolved_at = timezone.now()
     action.save(update_fields=["status", "response", "submitted_by", "resolved_at"])
+    # Usage rolls up: the parent's run counts what its children spent (their own children
+    # included), and the resumed parent carries it on from its run row.
+    if child.usage:
+        total = add_usage(cast(Usage, parent_usage or {}), cast(Usage, child.usage))
+        Run.objects.filter(pk=child.parent_run_id).update(usage=total)
     publish_after_commit(action.thread_id, partial(action_answered, action))
     resume_if_answered(action.run_id)
     return True

@@ -17,12 +17,15 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, transaction
 
+from pai_agents.models.base import Usage, add_usage
 from pai_threads import services
 from pai_threads.errors import ActionConflict
+from pai_threads.events.projections import message_public
 from pai_threads.execution import registry
 from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
-from pai_threads.models import Message, PendingAction, Run, Thread
+from pai_threads.models import Message, PendingAction, Run, Step, Thread
+from pai_threads.realtime.buffers import get_buffer
 from pai_threads.services import cancelling
 from pai_threads.store import admission
 from tests.support.subagent_agents import AGENTS, SeesSources
@@ -67,6 +70,13 @@ def _delegate(agent: str, text: str) -> tuple[Thread, Run]:
     sent = services.send(ALICE, thread.id, {"parts": [{"type": "text", "text": text}]})
     assert sent.run is not None
     return thread, sent.run
+
+
+def _waiting_on_child(executor: Dispatched, tmp_path: Path) -> tuple[Thread, Run, Run]:
+    """A planner run after its first episode: waiting on its queued child."""
+    thread, run = _delegate("planner", f"delegate maps {tmp_path / 'l'}")
+    executor.drain(limit=1)
+    return thread, run, Run.objects.get(parent_run=run)
 
 
 def _final_text(thread: Thread) -> str:
@@ -130,6 +140,65 @@ def test_a_subagent_call_runs_the_child_and_resumes_the_parent_with_its_text(
     assert SeesSources.seen[0] == "subagent"  # LC-132: the hooks see the source
 
 
+def _projected_part(thread: Thread, name: str) -> dict[str, Any]:
+    """The tool part as clients read it (ToolData joined, reserved parts removed)."""
+    for row in Message.objects.filter(thread=thread, role="assistant").order_by("created_at"):
+        for part in message_public(row)["parts"]:
+            if part.get("type") == f"tool-{name}":
+                return dict(part)
+    raise AssertionError(f"no tool-{name} part")
+
+
+def _progress(part: dict[str, Any]) -> dict[str, Any]:
+    [record] = part["data"]["subagent"]
+    assert record["id"] == "run"
+    return dict(record["value"])
+
+
+def test_the_childs_progress_is_on_the_parents_tool_part_and_its_usage_rolls_up(
+    executor: Dispatched, tmp_path: Path
+) -> None:
+    thread, run, child = _waiting_on_child(executor, tmp_path)
+    # Written with the waiting parent: the child's ids, before it ran a step.
+    waiting = _projected_part(thread, "searcher")
+    assert waiting["state"] == "input-available"
+    assert _progress(waiting) == {
+        "runId": child.id,
+        "threadId": child.thread_id,
+        "status": "queued",
+        "steps": 0,
+        "text": "",
+    }
+    buffer = get_buffer()
+    seen = asyncio.run(buffer.state(thread.id)).last_seq
+    executor.drain(limit=1)  # the child only: two steps, then its end answers the parent
+    events = asyncio.run(
+        buffer.read(thread.id, after=seen, upto=asyncio.run(buffer.state(thread.id)).last_seq)
+    )
+    updates = [
+        _progress(next(p for p in e["message"]["parts"] if p.get("type") == "tool-searcher"))
+        for e in events
+        if e["type"] == "message.committed"
+    ]
+    # After the child's first step (a tool call: no text yet), then its end.
+    assert [(u["status"], u["steps"]) for u in updates] == [("running", 1), ("completed", 2)]
+    assert updates[-1]["text"].startswith("Found: Tool results:")
+    executor.drain()
+    run.refresh_from_db()
+    assert run.status == "completed"
+    done = _projected_part(thread, "searcher")
+    assert done["state"] == "output-available"
+    assert _progress(done) == updates[-1]  # the resumed parent kept the final record
+    # The parent's run counts its own steps and the child's two.
+    child.refresh_from_db()
+    assert child.usage == {"inputTokens": 18, "outputTokens": 8, "totalTokens": 26}
+    own: Usage = {}
+    for step in Step.objects.filter(run=run):
+        own = add_usage(own, step.usage)
+    assert own["inputTokens"] > 0
+    assert run.usage == add_usage(own, child.usage)
+
+
 def test_an_own_thread_child_is_listed_with_the_parent(
     executor: Dispatched, tmp_path: Path
 ) -> None:
@@ -145,9 +214,7 @@ def test_an_own_thread_child_is_listed_with_the_parent(
 
 
 def test_cancelling_the_parent_cancels_the_child(executor: Dispatched, tmp_path: Path) -> None:
-    _, run = _delegate("planner", f"delegate maps {tmp_path / 'l'}")
-    executor.drain(limit=1)
-    child = Run.objects.get(parent_run=run)
+    _, run, child = _waiting_on_child(executor, tmp_path)
     cancelling.cancel_run(ALICE, run.id)
     run.refresh_from_db()
     child.refresh_from_db()
@@ -160,9 +227,7 @@ def test_cancelling_the_parent_cancels_the_child(executor: Dispatched, tmp_path:
 def test_cancelling_the_child_answers_the_parent_with_a_model_visible_error(
     executor: Dispatched, tmp_path: Path
 ) -> None:
-    thread, run = _delegate("planner", f"delegate maps {tmp_path / 'l'}")
-    executor.drain(limit=1)
-    child = Run.objects.get(parent_run=run)
+    thread, run, child = _waiting_on_child(executor, tmp_path)
     executor.runs.clear()
     cancelling.cancel_run(ALICE, child.id)
     assert executor.runs == [run.id]  # the parent resumes
@@ -203,9 +268,7 @@ def test_a_subagent_action_cannot_be_answered_by_a_client(
 
 
 def test_one_child_per_call_is_a_database_constraint(executor: Dispatched, tmp_path: Path) -> None:
-    _, run = _delegate("planner", f"delegate maps {tmp_path / 'l'}")
-    executor.drain(limit=1)
-    child = Run.objects.get(parent_run=run)
+    _, run, child = _waiting_on_child(executor, tmp_path)
     twin = Thread.objects.create(scope_key=ALICE.scope_key, agent_name="searcher")
     with pytest.raises(IntegrityError), transaction.atomic():
         Run.objects.create(
