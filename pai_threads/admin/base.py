@@ -24,6 +24,7 @@ __all__ = [
     "json_display",
     "pretty_json",
     "short",
+    "tokens_line",
     "usage_block",
 ]
 
@@ -59,6 +60,12 @@ def usage_block(totals: Any) -> SafeString:
     data = totals.as_json()
     data.pop("key", None)
     return pretty_json(data)
+
+
+def tokens_line(usage: Any) -> str:
+    """A usage dict's tokens on one line, for list and inline columns."""
+    usage = usage or {}
+    return f"{usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out"
 
 
 def short(text: str, limit: int = 80) -> str:
