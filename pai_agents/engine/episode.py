@@ -22,7 +22,7 @@ from pai_agents.capabilities import resolve_bindings
 from pai_agents.engine.cancelled import settle_cancelled
 from pai_agents.engine.endings import end_dropping_open, fail_run, finish_run
 from pai_agents.engine.model_step import run_model_step
-from pai_agents.engine.resume import resume_last_message
+from pai_agents.engine.resume import episode_calls, preload_suspensions, resume_last_message
 from pai_agents.engine.run_state import RunState
 from pai_agents.engine.runtime_errors import report_runtime_error
 from pai_agents.engine.store import LeaseLost, RunOutcome
@@ -67,7 +67,7 @@ async def _episode(state: RunState) -> RunOutcome:
             decision = await state.lifecycle.prepare_run(
                 PrepareRunInput(
                     **state.hook_base(),
-                    input=_operation_input(state, latest),
+                    input=await _operation_input(state, latest),
                     latest_user_message=latest,
                 )
             )
@@ -161,13 +161,19 @@ async def _latest_user_message(state: RunState) -> LifecycleMessage | None:
     return None
 
 
-def _operation_input(state: RunState, latest: LifecycleMessage | None) -> OperationInput:
-    """LC-069: the input of the operation that created or resumed the run."""
+async def _operation_input(state: RunState, latest: LifecycleMessage | None) -> OperationInput:
+    """LC-069: the input of the operation that created or resumed the run. On a resume of
+    calls whose answers are episodes (declared suspensions, sub-agents), their episodes are
+    read here, once: the resume reuses them (LC-133)."""
     operation = state.operation
     answers: tuple[Mapping[str, Any], ...] = ()
     if operation == "resume":
-        client_tools = frozenset(n for n, t in state.agent.tools.items() if t.execute is None)
-        answers = resume_answers(state.claim.last_message, client_tools)
+        tools = state.agent.tools
+        client_tools = frozenset(n for n, t in tools.items() if t.execute is None)
+        message = state.claim.last_message
+        if message is not None:
+            await preload_suspensions(state, episode_calls(state, message))
+        answers = resume_answers(message, client_tools, state.suspensions)
     return OperationInput(
         operation=operation,
         client_data=dict(state.claim.client_data),

@@ -12,7 +12,7 @@ results, so a client folding it onto the message as it streamed rebuilds the sto
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pai_agents.engine.endings import end_tool_results, finished
@@ -36,7 +36,7 @@ from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.messages.types import UIMessage, UIMessageChunk, UIMessagePart
 from pai_agents.tools import Tool
 
-__all__ = ["resume_last_message"]
+__all__ = ["episode_calls", "preload_suspensions", "resume_last_message"]
 
 
 async def resume_last_message(state: RunState, message: UIMessage) -> RunOutcome | None:
@@ -206,7 +206,27 @@ async def _load_suspensions(
         if p.get("state") == "approval-responded"
         or (declares and p.get("state") == "input-available")
     ]
-    state.suspensions = await load_suspend_history(state.store, state.claim.lease, call_ids)
+    await preload_suspensions(state, call_ids)
+
+
+def episode_calls(state: RunState, message: UIMessage) -> list[str]:
+    """The waiting calls of ``message`` whose answers are episodes (tools that declare
+    suspensions, sub-agents): their parts stay ``input-available`` when answered."""
+    calls: list[str] = []
+    for part in open_tool_parts(message):
+        tool = state.agent.tools.get(tool_name_of(part) or "")
+        if part.get("state") == "input-available" and tool and tool.resumes_with_answers:
+            calls.append(str(part["toolCallId"]))
+    return calls
+
+
+async def preload_suspensions(state: RunState, call_ids: Sequence[str]) -> None:
+    """Read the episodes of those ``call_ids`` not read yet in this episode (one read)."""
+    missing = [c for c in call_ids if c not in state.suspensions_read]
+    if not missing:
+        return
+    state.suspensions_read.update(missing)
+    state.suspensions.update(await load_suspend_history(state.store, state.claim.lease, missing))
 
 
 async def _resume_input(

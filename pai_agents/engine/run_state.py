@@ -80,6 +80,8 @@ class RunState:
     parsed: dict[str, Any] = field(default_factory=dict)
     # LC-133: resumed calls' suspension episodes (loaded on resume; empty otherwise).
     suspensions: dict[str, tuple[SuspensionEpisode, ...]] = field(default_factory=dict)
+    # The calls whose episodes were read (prepare_run's input may read them first, LC-069).
+    suspensions_read: set[str] = field(default_factory=set)
     hidden: HiddenReasoning = field(default_factory=HiddenReasoning)  # TH-016
     tool_specs: dict[str, Any] = field(init=False)
 

@@ -98,6 +98,7 @@ def test_a_subagent_call_runs_the_child_and_resumes_the_parent_with_its_text(
 ) -> None:
     log = tmp_path / "dig.log"
     SeesSources.seen.clear()
+    SeesSources.answers.clear()
     thread, run = _delegate("planner", f"delegate maps {log}")
     executor.drain(limit=1)  # the parent's first episode: it waits on the child
     run.refresh_from_db()
@@ -138,6 +139,10 @@ def test_a_subagent_call_runs_the_child_and_resumes_the_parent_with_its_text(
     [seen] = json.loads(_final_text(thread).removeprefix("Tool results: "))
     assert seen["value"]["runId"] == child.id  # what the parent's model was given
     assert SeesSources.seen[0] == "subagent"  # LC-132: the hooks see the source
+    # LC-069: the resume's input names the answered call and the child's outcome.
+    [[resumed]] = SeesSources.answers
+    assert (resumed["toolCallId"], resumed["suspension"]) == (action.tool_call_id, "subagent")
+    assert resumed["answer"]["status"] == "completed" and resumed["answer"]["run_id"] == child.id
 
 
 def _projected_part(thread: Thread, name: str) -> dict[str, Any]:

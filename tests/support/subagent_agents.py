@@ -16,6 +16,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -29,7 +30,7 @@ from pai_agents import (
     tool,
 )
 from pai_agents.lifecycle import AgentLifecycle
-from pai_agents.lifecycle.inputs import BeforeToolCallInput
+from pai_agents.lifecycle.inputs import BeforeToolCallInput, PrepareRunInput
 from pai_agents.models.scripted import last_user_text
 
 __all__ = ["AGENTS", "own_planner", "planner", "recursor", "searcher"]
@@ -104,9 +105,15 @@ def _delegating(tool_name: str) -> Callable[[ModelRequest], ScriptedStep]:
 
 
 class SeesSources(AgentLifecycle):
-    """Records the source each tool hook saw, on the run's thread (ToolInfo.source)."""
+    """Records the source each tool hook saw (ToolInfo.source) and the answers each resume
+    of the run was given (prepare_run's ``input.answers``, LC-069)."""
 
     seen: list[str] = []
+    answers: list[Any] = []
+
+    def prepare_run(self, input: PrepareRunInput) -> None:
+        if input.input is not None and input.input.operation == "resume":
+            SeesSources.answers.append(input.input.answers)
 
     def before_tool_call(self, input: BeforeToolCallInput) -> None:
         SeesSources.seen.append(input.tool.source)
