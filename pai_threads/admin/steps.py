@@ -9,7 +9,7 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from pai_threads.admin.base import ReadOnlyAdmin, ReadOnlyInline, pretty_json
+from pai_threads.admin.base import ReadOnlyAdmin, ReadOnlyInline, pretty_json, tokens_line
 from pai_threads.admin.parts import render_parts
 from pai_threads.models import Step
 
@@ -82,8 +82,7 @@ class StepInline(ReadOnlyInline):
 
     @admin.display(description="tokens")
     def tokens(self, obj: Step) -> str:
-        usage = obj.usage or {}
-        return f"{usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out"
+        return tokens_line(obj.usage)
 
 
 @admin.register(Step)

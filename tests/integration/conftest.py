@@ -40,6 +40,17 @@ def wait_for_run() -> Callable[..., Run]:
 
 
 @pytest.fixture
+def operator() -> Client:
+    """A logged-in superuser: the operator console's every page and action."""
+    from django.contrib.auth.models import User
+
+    User.objects.create_superuser("op", "op@example.com", "pw")
+    client = Client()
+    client.login(username="op", password="pw")
+    return client
+
+
+@pytest.fixture
 def api_client() -> Client:
     """A browser-like client: session cookie identity, CSRF enforced like in production."""
     return Client(enforce_csrf_checks=True)

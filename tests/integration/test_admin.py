@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -13,14 +12,6 @@ from pai_threads.identity import Identity
 from pai_threads.models import Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def operator() -> Client:
-    User.objects.create_superuser("op", "op@example.com", "pw")
-    client = Client()
-    client.login(username="op", password="pw")
-    return client
 
 
 def test_operators_see_runtime_rows_read_only_and_can_cancel_runs(operator: Client) -> None:

@@ -10,59 +10,29 @@ query bound are rows made directly.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from pai_threads import services
-from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Run, Thread
-from pai_threads.store import admission
-from tests.support.subagent_agents import AGENTS
+from tests.support.subagent_dispatch import Dispatched, serve_subagent_agents
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ALICE = Identity(scope_key="user:alice", data={})
 
 
-class Dispatched:
-    """The executor: records what would be dispatched, and runs it on ``drain()``."""
-
-    def __init__(self) -> None:
-        self.runs: list[str] = []
-
-    def dispatch(self, run_id: str) -> None:
-        self.runs.append(run_id)
-
-    def drain(self) -> None:
-        while self.runs:
-            asyncio.run(aexecute_run(self.runs.pop(0)))
-
-
 @pytest.fixture
 def executor(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Dispatched:
-    paths = [f"tests.support.subagent_agents.{name}" for name in AGENTS if name != "searcher"]
-    settings.PAI = {**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], *paths]}
-    recorder = Dispatched()
-    monkeypatch.setattr(admission, "get_executor", lambda: recorder)
-    return recorder
-
-
-@pytest.fixture
-def operator() -> Client:
-    User.objects.create_superuser("op", "op@example.com", "pw")
-    client = Client()
-    client.login(username="op", password="pw")
-    return client
+    return serve_subagent_agents(monkeypatch, settings)
 
 
 @pytest.fixture

@@ -21,48 +21,21 @@ from pai_agents.models.base import Usage, add_usage
 from pai_threads import services
 from pai_threads.errors import ActionConflict
 from pai_threads.events.projections import message_public
-from pai_threads.execution import registry
-from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, Run, Step, Thread
 from pai_threads.realtime.buffers import get_buffer
 from pai_threads.services import cancelling
-from pai_threads.store import admission
-from tests.support.subagent_agents import AGENTS, SeesSources
+from tests.support.subagent_agents import SeesSources
+from tests.support.subagent_dispatch import Dispatched, serve_subagent_agents
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ALICE = Identity(scope_key="user:alice", data={})
 
 
-class Dispatched:
-    """The executor: records what would be dispatched, and runs it on ``drain()``."""
-
-    def __init__(self) -> None:
-        self.runs: list[str] = []
-
-    def dispatch(self, run_id: str) -> None:
-        self.runs.append(run_id)
-
-    def drain(self, limit: int = 20) -> list[str]:
-        done: list[str] = []
-        while self.runs and len(done) < limit:
-            run_id = self.runs.pop(0)
-            asyncio.run(aexecute_run(run_id))
-            done.append(run_id)
-        return done
-
-
 @pytest.fixture
 def executor(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Dispatched:
-    """The sub-agent test agents served (the searcher registered through the planner's
-    definition); dispatches recorded, run by ``drain()``."""
-    paths = [f"tests.support.subagent_agents.{name}" for name in AGENTS if name != "searcher"]
-    settings.PAI = {**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], *paths]}
-    assert "searcher" in registry.agents()
-    recorder = Dispatched()
-    monkeypatch.setattr(admission, "get_executor", lambda: recorder)
-    return recorder
+    return serve_subagent_agents(monkeypatch, settings)
 
 
 def _delegate(agent: str, text: str) -> tuple[Thread, Run]:
