@@ -4,6 +4,8 @@ Each message has a stable id (``pai.E0xx`` errors, ``pai.W0xx`` warnings) and a 
 says what to add (:data:`HINTS`; the table is in docs/reference/settings.md).
 ``manage.py check --tag pai`` runs only these; ``SILENCED_SYSTEM_CHECKS`` silences a warning
 that does not apply (``pai.W003`` on a site served by another ASGI server than daphne).
+The MCP servers of the agents are checked in :mod:`pai_threads.mcp_checks` (its hints:
+``MCP_HINTS``), registered with these.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from django.utils.module_loading import import_string
 
 from pai_threads.conf import DEFAULTS, pai_settings
 from pai_threads.executors.gc_tuning import gc_thresholds
+from pai_threads.mcp_checks import check_mcp_servers
 
 __all__ = [
     "HINTS",
@@ -28,6 +31,7 @@ __all__ = [
     "check_celery",
     "check_database",
     "check_http",
+    "check_mcp_servers",
     "check_pai_settings",
     "check_realtime",
 ]
