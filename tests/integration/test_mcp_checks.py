@@ -14,8 +14,8 @@ from django.core.checks import Warning
 from django.core.management import call_command
 
 from pai_threads.checks import check_agents
+from pai_threads.checks.mcp import MCP_HINTS, check_mcp_servers
 from pai_threads.execution import registry
-from pai_threads.mcp_checks import MCP_HINTS, check_mcp_servers
 from tests.support.mcp_check_agents import BROKEN, FINE, MISSING
 
 AGENTS = "tests.support.mcp_check_agents"

@@ -4,7 +4,7 @@ Each message has a stable id (``pai.E0xx`` errors, ``pai.W0xx`` warnings) and a 
 says what to add (:data:`HINTS`; the table is in docs/reference/settings.md).
 ``manage.py check --tag pai`` runs only these; ``SILENCED_SYSTEM_CHECKS`` silences a warning
 that does not apply (``pai.W003`` on a site served by another ASGI server than daphne).
-The MCP servers of the agents are checked in :mod:`pai_threads.mcp_checks` (its hints:
+The MCP servers of the agents are checked in :mod:`pai_threads.checks.mcp` (its hints:
 ``MCP_HINTS``), registered with these.
 """
 
@@ -21,9 +21,9 @@ from django.core.checks import CheckMessage, Error, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
+from pai_threads.checks.mcp import check_mcp_servers
 from pai_threads.conf import DEFAULTS, pai_settings
 from pai_threads.executors.gc_tuning import gc_thresholds
-from pai_threads.mcp_checks import check_mcp_servers
 
 __all__ = [
     "HINTS",
