@@ -20,6 +20,7 @@ from pai_agents.commands import (
     command,
     define_command,
 )
+from pai_agents.contract import AgentContract
 from pai_agents.define import define_agent
 from pai_agents.engine import (
     ClaimedRun,
@@ -53,6 +54,7 @@ __all__ = [
     "AbortSignal",
     "Aborted",
     "AgentBehaviorInput",
+    "AgentContract",
     "AgentDefinition",
     "AgentDefinitionError",
     "Capability",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ValidationError
@@ -23,6 +24,7 @@ from pai_agents.behavior import (
     instructions_value,
 )
 from pai_agents.capabilities import Capability
+from pai_agents.contract import AgentContract, build_contract
 from pai_agents.lifecycle.compose import ComposedLifecycle
 from pai_agents.lifecycle.metadata import AgentMetadataSchemas, MetadataSchemas
 from pai_agents.mcp.config import MCPServer
@@ -150,6 +152,14 @@ class AgentDefinition:
         return AgentMetadataSchemas(
             run=self.run_metadata, thread=self.thread_metadata, message=self.message_metadata
         )
+
+    @cached_property
+    def contract(self) -> AgentContract:
+        """The full registered contract (AD-074, AD-077): JSON Schemas of every payload,
+        server-only commands and private metadata shapes included; for trusted server code.
+        ``contract.public()`` is what clients get. Built on first use, then kept (the
+        definition is frozen, so it cannot go stale)."""
+        return build_contract(self)
 
     def manifest(self) -> dict[str, Any]:
         """A JSON-serializable description: name, version, the tools the model may see and

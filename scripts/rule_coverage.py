@@ -45,13 +45,10 @@ NOT_COVERED: dict[str, str] = {
     "(docs/reference/agents.md)",
     "AD-073": "deviation: client tools are agent tools without `execute`, not definitions "
     "sent by the browser (docs/reference/agents.md)",
-    "AD-074": "deviation: no `contract` attribute (Python has no static contract type); "
-    "`manifest()` is a method (docs/reference/agents.md)",
     "AD-075": "deviation: the manifest lists tools in a list of entries, not keyed by name "
     "(docs/reference/agents.md)",
     "AD-076": "deviation: the manifest includes each tool's JSON Schema (input and output) "
     "(docs/reference/agents.md)",
-    "AD-077": "not built: no contract object (see AD-074)",
 }
 
 

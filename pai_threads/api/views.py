@@ -39,7 +39,7 @@ from pai_threads.api.schemas import (
 )
 from pai_threads.api.usage import router as usage_router
 from pai_threads.conf import pai_settings
-from pai_threads.errors import InvalidInput, PayloadTooLarge
+from pai_threads.errors import InvalidInput, NotFound, PayloadTooLarge
 from pai_threads.events.projections import (
     action_out,
     messages_out,
@@ -88,6 +88,22 @@ def session(request: HttpRequest) -> dict[str, str]:
 )
 def list_agents(request: HttpRequest) -> list[dict[str, Any]]:
     return [agent.manifest() for agent in registry.agents().values()]
+
+
+@api.get(
+    "/agents/{name}/contract",
+    response={200: dict[str, Any], **errors()},
+    by_alias=True,
+    tags=["agents"],
+)
+def agent_contract(request: HttpRequest, name: str) -> dict[str, Any]:
+    """The agent's public contract (AD-077): JSON Schemas of its payloads for client
+    codegen; server-only commands and private metadata shapes never leave the server."""
+    try:
+        agent = registry.get_agent(name)
+    except registry.AgentNotFound:
+        raise NotFound(f"unknown agent {name!r}") from None
+    return agent.contract.public().as_dict()
 
 
 @api.post("/threads", response={201: ThreadOut, **errors(413)}, by_alias=True, tags=["threads"])
