@@ -8,34 +8,18 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from pydantic import BaseModel
 
 from pai_agents import CommandContext, ScriptedModel, define_agent, define_command
 from pai_agents.agent import AgentDefinition
 from pai_agents.lifecycle import MetadataSchemas
 from pai_agents.mcp import MCPServer
 from pai_threads.execution import registry
+from tests.support.contract_models import Empty, RunPrivate, RunPublic, ThreadPrivate
 
 pytestmark = pytest.mark.django_db
 
 API = "/api/pai"
 SECRET = "sk-contract-http-SECRET-5150"
-
-
-class RunPrivate(BaseModel):
-    evaluation_job_id: str | None = None
-
-
-class RunPublic(BaseModel):
-    rating: str | None = None
-
-
-class ThreadPrivate(BaseModel):
-    crm_ticket_ref: str | None = None
-
-
-class Empty(BaseModel):
-    pass
 
 
 def no_identity(request: Any) -> None:

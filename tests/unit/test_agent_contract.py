@@ -25,6 +25,7 @@ from pai_agents import (
 from pai_agents.agent import AgentDefinition
 from pai_agents.lifecycle import MetadataSchemas
 from pai_agents.mcp import MCPServer
+from tests.support.contract_models import Empty, RunPrivate, RunPublic, ThreadPrivate, ThreadPublic
 
 SECRET = "sk-contract-SECRET-7731"
 GENERIC = {"type": "object"}
@@ -37,22 +38,6 @@ class Identity(BaseModel):
 
 class ClientData(BaseModel):
     locale: str = "en"
-
-
-class RunPrivate(BaseModel):
-    evaluation_job_id: str | None = None
-
-
-class RunPublic(BaseModel):
-    rating: str | None = None
-
-
-class ThreadPrivate(BaseModel):
-    crm_ticket_ref: str | None = None
-
-
-class ThreadPublic(BaseModel):
-    topic: str = ""
 
 
 class MessagePrivate(BaseModel):
@@ -90,10 +75,6 @@ class RefundInput(BaseModel):
 
 class ExportOutput(BaseModel):
     text: str
-
-
-class Empty(BaseModel):
-    pass
 
 
 class Desk:
