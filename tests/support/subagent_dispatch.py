@@ -13,7 +13,7 @@ from pai_threads.execution.execute import aexecute_run
 from pai_threads.store import admission
 from tests.support.subagent_agents import AGENTS
 
-__all__ = ["Dispatched", "serve_subagent_agents"]
+__all__ = ["Dispatched", "recording_executor", "serve_subagent_agents"]
 
 
 class Dispatched:
@@ -40,6 +40,11 @@ def serve_subagent_agents(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Dis
     paths = [f"tests.support.subagent_agents.{name}" for name in AGENTS if name != "searcher"]
     settings.PAI = {**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], *paths]}
     assert "searcher" in registry.agents()
+    return recording_executor(monkeypatch)
+
+
+def recording_executor(monkeypatch: pytest.MonkeyPatch) -> Dispatched:
+    """Dispatches recorded (run by ``drain()``) instead of executed."""
     recorder = Dispatched()
     monkeypatch.setattr(admission, "get_executor", lambda: recorder)
     return recorder
