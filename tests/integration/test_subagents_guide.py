@@ -14,6 +14,7 @@ import pytest
 from pai_agents import ModelRequest, ScriptedModel, ScriptedStep
 from pai_agents.models.scripted import last_user_text
 from pai_threads import services
+from pai_threads.errors import NotFound
 from pai_threads.events.projections import message_public
 from pai_threads.execution import registry
 from pai_threads.identity import Identity
@@ -76,6 +77,10 @@ def test_the_guides_researcher_delegates_to_the_searcher(executor: Dispatched) -
     # thread="hidden": linked to the parent run, not listed.
     assert child.thread.parent_run_id == parent.id
     assert child.thread_id not in {t.id for t in services.list_threads(ALICE).items}
+    # Not listed, but its owner may open it (to watch the child live); nobody else may.
+    assert services.get_thread(ALICE, child.thread_id).id == child.thread_id
+    with pytest.raises(NotFound):
+        services.get_thread(Identity(scope_key="user:mallory", data={}), child.thread_id)
     assert Message.objects.filter(thread=child.thread, role="user").get().parts == [
         {"type": "text", "text": "Find papers on tidal maps"}
     ]
