@@ -7,7 +7,7 @@ from typing import Any
 
 from benchmarks.report_format import fmt_ms, present, table
 
-__all__ = ["ARRANGEMENT_LABELS", "render_streaming"]
+__all__ = ["ARRANGEMENT_LABELS", "completed_cell", "render_streaming"]
 
 
 ARRANGEMENT_LABELS = {"embedded": "embedded", "celery": "Celery + Redis"}
@@ -128,7 +128,7 @@ def _w5(results: dict[str, Any]) -> list[str]:
                     _held_cell(lv),
                     _lat(lv["delivery_ms"]),
                     fmt_ms(lv["lag_ms"]["p99"]),
-                    f"{lv['completed']}/{lv['streams']}",
+                    completed_cell(lv),
                     f"{lv['cpu_s_per_run']:.3f} s",
                     f"{lv['cpu_s'][exe] / lv['wall_s']:.2f}",
                     f"{lv['rss_mb_per_run']:.2f} MB",
@@ -203,3 +203,15 @@ def _profiles(rows_in: list[tuple[str, str, Any]], workload: str, what: str) -> 
 
 def render_streaming(results: dict[str, Any]) -> list[str]:
     return [*_w4(results), *_w5(results)]
+
+
+def completed_cell(level: dict[str, Any]) -> str:
+    """Runs completed, and why deltas may exceed what was sent: steps streamed again
+    (``reset-step`` frames) and runs claimed more than once."""
+    cell = f"{level['completed']}/{level['streams']}"
+    extra = []
+    if level.get("step_resets"):
+        extra.append(f"{level['step_resets']} step resets")
+    if level.get("reattempted_runs"):
+        extra.append(f"{level['reattempted_runs']} runs re-claimed")
+    return f"{cell} ({', '.join(extra)})" if extra else cell

@@ -181,6 +181,7 @@ class _Stream:
     first_rx: int = 0
     last_rx: int = 0
     acked_ns: int = 0
+    resets: int = 0  # reset-step frames: a step streamed again (model retry, recovery)
     status: str = ""
     error: str = ""
 
@@ -254,6 +255,8 @@ async def _client(
                     if not stream.first_rx:
                         stream.first_rx, stream.first_due = now, due
                     stream.last_rx = now
+                elif '"reset-step"' in raw:
+                    stream.resets += 1
                 elif '"run.status"' in raw or '"error"' in raw or '"ack"' in raw:
                     frame = json.loads(raw)
                     kind = frame.get("type")
@@ -379,6 +382,7 @@ async def _run_clients(
         "completed": completed,
         "deltas_received": len(delivery),
         "deltas_expected": level.streams * level.deltas,
+        "step_resets": sum(s.resets for s in streams),
         "errors": errors[:5],
         "delivery_ms": latency_ms(delivery),
         "from_due_ms": latency_ms(from_due),
@@ -397,6 +401,7 @@ async def _run_clients(
         "cpu_s_per_run": cpu[executor] / level.streams,
         "rss_mb_per_run": max(0.0, peaks.get(executor, 0) - rss0[executor]) / 1024 / level.streams,
     }
+    out["thread_ids"] = [s.thread_id for s in streams]
     out["all_delivered"] = completed == level.streams and len(delivery) == out["deltas_expected"]
     if profile:
         out["profile"] = profile
@@ -415,7 +420,21 @@ def run_level(
     with ``profile_dir``, py-spy samples the server processes while the streams run."""
     coroutine = _run_clients(serving, level, send_budget_s, profile_dir)
     result: dict[str, Any] = bench.loop.run(coroutine)
+    result["reattempted_runs"] = _reattempted_runs(result.pop("thread_ids", []))
     return result
+
+
+def _reattempted_runs(thread_ids: list[str]) -> int:
+    """Runs of the level's threads claimed more than once (a lease lost and recovered, or a
+    resume): why a level may count more deltas than were sent."""
+    from django.db import close_old_connections
+
+    from pai_threads.models import Run
+
+    try:
+        return Run.objects.filter(thread_id__in=thread_ids, attempt__gt=1).count()
+    finally:
+        close_old_connections()
 
 
 def next_send_budget(result: dict[str, Any], current: float) -> float:
