@@ -231,7 +231,9 @@ def test_cancel_during_a_long_stream(worker: CeleryWorker, openai_server: FakeOp
     cancelled = api.post(f"/runs/{run_id}/cancel")
     assert cancelled.status_code == 200, cancelled.content
     exchange = openai_server.exchanges[0]
-    assert exchange.client_disconnected.wait(10), "the provider stream was not closed"
+    closed = exchange.client_disconnected.wait(10)
+    state = Run.objects.values("status", "cancel_requested_at", "lease_expires_at").get(pk=run_id)
+    assert closed, f"the provider stream was not closed; run {state}\n{logs([worker])}"
     assert not exchange.completed
     run = _wait_status(api, run_id, {"cancelled", "completed", "failed"}, worker)
     assert run["status"] == "cancelled", f"{run}\n{logs([worker])}"
