@@ -17,7 +17,8 @@ and attributed after the OpenTelemetry GenAI semantic conventions:
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type``, ``error.type`` when it raised).
 
 Spans carry ids, names and counts only: never prompts, tool inputs or outputs, identities
-or metadata. Without OpenTelemetry the managers only set the log ids (one context variable
+or metadata. Without OpenTelemetry, or before the application sets a tracer provider (the
+API's default proxy records nothing), the managers only set the log ids (one context variable
 per run, step and call; nothing per streamed delta). Framework-free, like the whole engine.
 """
 
@@ -143,11 +144,21 @@ class SpanNotes:
 _NO_NOTES = SpanNotes()
 
 
+def _recording() -> bool:
+    """Whether spans can be recorded: the API is installed and an application set a tracer
+    provider. Until one is set the global provider is the API's proxy, whose spans record
+    nothing, so the run skips making them (a span per step and call is a measurable share
+    of a fast run: docs/benchmarks.md); a provider set later is seen by the next scope."""
+    return otel_trace is not None and not isinstance(
+        otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider
+    )
+
+
 @contextmanager
 def _scope(ids: LogIds, name: str, kind: str, attributes: dict[str, Any]) -> Iterator[SpanNotes]:
     token = _ids.set(ids)
     try:
-        if otel_trace is None:
+        if not _recording():
             yield _NO_NOTES
             return
         tracer = otel_trace.get_tracer(_TRACER)
