@@ -21,7 +21,6 @@ from pydantic import BaseModel, ValidationError
 
 from pai_agents.engine.tool_calls import error_chunk
 from pai_agents.json import NotStrictJson, ensure_strict_json
-from pai_agents.messages.reducer import MessageReducer
 from pai_threads.conf import pai_settings
 from pai_threads.errors import ActionConflict, InvalidInput, NotFound
 from pai_threads.events.publishing import publish_after_commit
@@ -32,6 +31,7 @@ from pai_threads.models import Message, PendingAction, Run, Thread
 from pai_threads.services.input_guard import check_json, lookup_id
 from pai_threads.services.threads import get_thread
 from pai_threads.store.admission import resume_if_answered
+from pai_threads.store.rows import fold_chunks
 
 __all__ = [
     "AnswerInvalid",
@@ -104,13 +104,7 @@ def _submit(
         else:
             chunk = _answer_chunk(action, response, source)
             row = Message.objects.get(run_id=action.run_id, message_id=action.message_id)
-            reducer = MessageReducer(
-                {"id": row.message_id, "role": "assistant", "parts": row.parts}
-            )
-            reducer.apply(chunk)
-            Message.objects.filter(pk=row.pk).update(
-                parts=reducer.message["parts"], updated_at=timezone.now()
-            )
+            fold_chunks(row, [chunk])
         action.status = PendingAction.Status.SUBMITTED
         action.response = ensure_strict_json(dict(response), what="response")
         action.submitted_by = submitted_by

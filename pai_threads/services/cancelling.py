@@ -14,7 +14,6 @@ from pai_agents.engine.cancelled import (
 )
 from pai_agents.engine.rewrites import dispatcher
 from pai_agents.engine.tool_calls import open_tool_parts, settle_chunk
-from pai_agents.messages.reducer import MessageReducer
 from pai_agents.messages.types import UIMessage
 from pai_threads.errors import NotFound
 from pai_threads.events.publishing import publish_after_commit
@@ -25,6 +24,7 @@ from pai_threads.models import Message, PendingAction, Run
 from pai_threads.observability import signals
 from pai_threads.services.input_guard import lookup_id
 from pai_threads.store.admission import admit_next, dispatch_after_commit, lock_thread
+from pai_threads.store.rows import fold_chunks
 from pai_threads.subagents import answer_parent
 
 __all__ = ["cancel_locked", "cancel_run"]
@@ -164,12 +164,7 @@ def _run_finished_after_commit(run: Run, message: UIMessage | None, *, continuat
 def _settle_waiting_message(row: Message) -> UIMessage:
     """A cancelled waiting run leaves no unanswered tool call behind (transcript integrity);
     returns the settled message."""
-    reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
-    for part in list(open_tool_parts(reducer.message)):
-        reducer.apply(settle_chunk(part["toolCallId"], "cancel"))
-    Message.objects.filter(pk=row.pk).update(
-        parts=reducer.message["parts"], updated_at=timezone.now()
-    )
-    return UIMessage(
-        id=row.message_id, role="assistant", parts=reducer.message["parts"], metadata=row.metadata
-    )
+    stored = UIMessage(id=row.message_id, role="assistant", parts=row.parts)
+    settled = [settle_chunk(part["toolCallId"], "cancel") for part in open_tool_parts(stored)]
+    parts = fold_chunks(row, settled)
+    return UIMessage(id=row.message_id, role="assistant", parts=parts, metadata=row.metadata)

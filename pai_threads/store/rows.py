@@ -1,4 +1,5 @@
-"""Inserting a new row and touching a thread, without the ORM's per-statement overhead.
+"""Inserting a new row and touching a thread, without the ORM's per-statement overhead;
+folding chunks into a stored message outside a run.
 
 ``Model.objects.create()`` compiles its INSERT afresh each time; the send path and the
 admission of queued input write a run and its input message per send, so they use the
@@ -8,6 +9,7 @@ Like the store's other writes they send no ``pre_save``/``post_save`` signals.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any, TypeVar
 
@@ -15,10 +17,11 @@ from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Model
 from django.utils import timezone
 
-from pai_threads.models import Run, Thread
+from pai_agents.messages.reducer import MessageReducer
+from pai_threads.models import Message, Run, Thread
 from pai_threads.store.sql import convert, insert_sql, model_fields, qn
 
-__all__ = ["active_run", "insert_row", "scoped_thread", "touch_thread"]
+__all__ = ["active_run", "fold_chunks", "insert_row", "scoped_thread", "touch_thread"]
 
 M = TypeVar("M", bound=Model)
 
@@ -102,3 +105,18 @@ def active_run(thread_id: str) -> Run | None:
         )
         row = cursor.fetchone()
     return None if row is None else Run.from_db(DEFAULT_DB_ALIAS, ["id", "status"], list(row))
+
+
+def fold_chunks(row: Message, chunks: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """Apply stream ``chunks`` to the stored assistant message ``row`` as the engine would
+    (the one reducer), write its parts, and return them (``row`` is updated too).
+
+    For writes made outside a run, inside the caller's transaction: an approval's or a
+    client tool's answer, the cancel results of a waiting run, a sub-agent's progress."""
+    reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
+    for chunk in chunks:
+        reducer.apply(dict(chunk))
+    row.parts = reducer.message["parts"]
+    row.updated_at = timezone.now()
+    Message.objects.filter(pk=row.pk).update(parts=row.parts, updated_at=row.updated_at)
+    return list(row.parts)

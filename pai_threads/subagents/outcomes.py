@@ -93,7 +93,12 @@ def answer_parent(child_run_id: str) -> bool:
     outcome = child_outcome(child)
     final = progress_value(child, text=glimpse(outcome["text"]))
     write_progress(
-        child.parent_run_id, action.tool_call_id, final, lock_parent=False, announce=False
+        child.parent_run_id,
+        action.tool_call_id,
+        final,
+        lock_parent=False,
+        announce=False,
+        message_id=action.message_id,
     )
     action.status = PendingAction.Status.SUBMITTED
     action.response = ensure_strict_json({"answer": outcome}, what="sub-agent outcome")

@@ -17,13 +17,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from django.db import transaction
-from django.utils import timezone
 
-from pai_agents.messages.reducer import MessageReducer
 from pai_agents.messages.tool_data import tool_data_chunk
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import stored_message_committed
 from pai_threads.models import Message, PendingAction, Run
+from pai_threads.store.rows import fold_chunks
 
 __all__ = [
     "PROGRESS_CHANNEL",
@@ -75,6 +74,7 @@ def write_progress(
     *,
     lock_parent: bool = True,
     announce: bool = True,
+    message_id: str | None = None,
 ) -> bool:
     """Replace the progress record on the parent's tool part while its call still waits,
     and announce the parent's message after commit. False when the parent no longer waits
@@ -83,11 +83,13 @@ def write_progress(
     ``lock_parent``: take the parent's run row first (the order the submit path takes, so
     an answer of another call of the same step never interleaves with this update); False
     when the caller's transaction already holds it. ``announce``: False when the caller
-    announces the parent's message itself (the suspending and the answering transaction)."""
+    announces the parent's message itself (the suspending and the answering transaction).
+    ``message_id``: the waiting action's message, when the caller holds that action locked
+    (the answering transaction); otherwise the pending action is read here."""
     with transaction.atomic():
         if lock_parent:
             Run.objects.select_for_update().filter(pk=parent_run_id).values_list("pk").first()
-        message_id = (
+        message_id = message_id or (
             PendingAction.objects.filter(
                 run_id=parent_run_id,
                 tool_call_id=tool_call_id,
@@ -102,11 +104,7 @@ def write_progress(
         row = Message.objects.filter(run_id=parent_run_id, message_id=message_id).first()
         if row is None:
             return False
-        reducer = MessageReducer({"id": row.message_id, "role": "assistant", "parts": row.parts})
-        reducer.apply(tool_data_chunk(tool_call_id, PROGRESS_CHANNEL, PROGRESS_RECORD, value))
-        row.parts = reducer.message["parts"]
-        row.updated_at = timezone.now()
-        Message.objects.filter(pk=row.pk).update(parts=row.parts, updated_at=row.updated_at)
+        fold_chunks(row, [tool_data_chunk(tool_call_id, PROGRESS_CHANNEL, PROGRESS_RECORD, value)])
         if announce:
             publish_after_commit(row.thread_id, lambda: [stored_message_committed(row)])
     return True
