@@ -157,10 +157,12 @@ async def _model_step(state: RunState, index: int, reuse_id: str | None) -> RunO
                     restarted = True
                 attempt = _Attempt(translator=CanonicalStepTranslator(state.agent.tools))
         except StepAborted as aborted:
-            if attempt.call is not None:
-                await _aclose(attempt.call.result.stream)
+            await attempt.close_stream()
             return await abort_by_policy(state, aborted, index, generation, attempt.translator)
         except Aborted:
+            # A cancel seen between parts leaves the model's stream suspended: close it
+            # (and its provider connection) before writing the ending.
+            await attempt.close_stream()
             usage = add_usage(spent, attempt.spent(generation))
             return await abandon_step(
                 state, generation, attempt.translator, index, started_at, usage=usage
@@ -168,6 +170,7 @@ async def _model_step(state: RunState, index: int, reuse_id: str | None) -> RunO
         except LeaseLost:
             raise  # another worker owns the run: not a failure, and nothing to write
         except Exception as exc:
+            await attempt.close_stream()
             usage = add_usage(spent, attempt.spent(generation))
             if not generation.checkpointed:
                 # The run fails (LC-119, LC-158) through the episode, with what it spent.
@@ -238,10 +241,14 @@ class _Attempt:
         messages = self.call.request.messages if self.call is not None else None
         return spent_usage(self.translator.usage, messages, generation.message)
 
-    async def discard(self) -> None:
-        """A failed attempt is left behind: close its stream, stop its summaries."""
+    async def close_stream(self) -> None:
+        """Close the attempt's model stream (a no-op once it ended or was closed)."""
         if self.call is not None:
             await _aclose(self.call.result.stream)
+
+    async def discard(self) -> None:
+        """A failed attempt is left behind: close its stream, stop its summaries."""
+        await self.close_stream()
         if self.summaries is not None:
             self.summaries.cancel()
             self.summaries = None

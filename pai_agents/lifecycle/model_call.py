@@ -99,10 +99,21 @@ async def open_model_stream(
         first = None
 
     async def replay() -> AsyncIterator[StepStreamPart]:
-        if first is None:
-            return
-        yield first
-        async for part in source:
-            yield part
+        # Closing the replay closes the model's stream (``async for`` alone would leave it
+        # suspended until garbage collection, its provider connection open).
+        try:
+            if first is None:
+                return
+            yield first
+            async for part in source:
+                yield part
+        finally:
+            await _aclose_stream(source)
 
     return ModelStepStreamResult(stream=replay())
+
+
+async def _aclose_stream(stream: AsyncIterator[StepStreamPart]) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()

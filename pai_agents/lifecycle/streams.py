@@ -107,9 +107,15 @@ def canonical_part(part: StepStreamPart) -> StepStreamPart:
 async def canonical_step_stream(
     stream: AsyncIterator[StepStreamPart],
 ) -> AsyncIterator[StepStreamPart]:
-    """``stream`` in the canonical grammar (:func:`canonical_part`), part by part."""
-    async for part in stream:
-        yield canonical_part(part)
+    """``stream`` in the canonical grammar (:func:`canonical_part`), part by part; closing
+    it closes ``stream``."""
+    try:
+        async for part in stream:
+            yield canonical_part(part)
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def synthetic_step_stream(
