@@ -46,7 +46,7 @@ from pai_agents.lifecycle.output import StructuredOutputError, validate_output
 from pai_agents.lifecycle.patches import ModelStepPatch, apply_patch, coerce_patch
 from pai_agents.lifecycle.request import ModelStepRequest, to_model_request
 from pai_agents.lifecycle.results import Block, Continue, NextStep, Respond
-from pai_agents.lifecycle.streams import ModelStepStreamResult, StepAborted
+from pai_agents.lifecycle.streams import ModelStepStreamResult, StepAborted, aclose_stream
 from pai_agents.messages.types import UIMessage, UIMessageChunk
 from pai_agents.models.base import StepStreamPart, Usage, add_usage
 
@@ -384,9 +384,7 @@ def _invalid_output(request: ModelStepRequest, message: UIMessage) -> Structured
 
 
 async def _aclose(stream: AsyncIterator[StepStreamPart]) -> None:
-    close = getattr(stream, "aclose", None)
-    if close is not None:
-        try:
-            await close()
-        except Exception:  # the upstream is being abandoned; its errors do not matter
-            logger.debug("closing an aborted step stream failed", exc_info=True)
+    try:
+        await aclose_stream(stream)
+    except Exception:  # the upstream is being abandoned; its errors do not matter
+        logger.debug("closing an aborted step stream failed", exc_info=True)

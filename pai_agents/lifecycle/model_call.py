@@ -17,7 +17,7 @@ from pai_agents.abort import AbortSignal
 from pai_agents.lifecycle.hooks import AgentLifecycle
 from pai_agents.lifecycle.patches import ModelCallPatch, apply_patch, coerce_patch
 from pai_agents.lifecycle.request import ModelStepRequest, prune_request
-from pai_agents.lifecycle.streams import ModelStepStreamResult
+from pai_agents.lifecycle.streams import ModelStepStreamResult, aclose_stream
 from pai_agents.models.base import LanguageModel, ModelRequest, StepStreamPart
 
 __all__ = ["ModelCallOutcome", "ProviderCall", "open_model_stream", "run_model_call"]
@@ -108,12 +108,6 @@ async def open_model_stream(
             async for part in source:
                 yield part
         finally:
-            await _aclose_stream(source)
+            await aclose_stream(source)
 
     return ModelStepStreamResult(stream=replay())
-
-
-async def _aclose_stream(stream: AsyncIterator[StepStreamPart]) -> None:
-    close = getattr(stream, "aclose", None)
-    if close is not None:
-        await close()

@@ -22,6 +22,7 @@ __all__ = [
     "ModelStepStreamResult",
     "StepAborted",
     "abort_step",
+    "aclose_stream",
     "canonical_part",
     "canonical_step_stream",
     "iterate",
@@ -113,9 +114,16 @@ async def canonical_step_stream(
         async for part in stream:
             yield canonical_part(part)
     finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
+        await aclose_stream(stream)
+
+
+async def aclose_stream(stream: AsyncIterator[StepStreamPart]) -> None:
+    """Close ``stream`` when it can be closed (an async generator): a wrapper that stops
+    early must close what it wraps, or the model's generator (and its provider
+    connection) stays suspended until garbage collection."""
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def synthetic_step_stream(
