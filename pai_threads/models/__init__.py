@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from pai_agents.ids import new_id
 from pai_threads.models.attempts import RunAttempt
+from pai_threads.models.conditions import LiteralIn
 from pai_threads.models.rewrite_delivery import RewriteDelivery
 
 __all__ = [
@@ -107,7 +108,8 @@ class Thread(models.Model):
 
 class RunQuerySet(models.QuerySet["Run"]):
     def active(self) -> RunQuerySet:
-        return self.filter(status__in=Run.ACTIVE)
+        # Literal values: SQLite then finds the run by pai_one_active_run_per_thread.
+        return self.filter(LiteralIn("status", Run.ACTIVE))
 
 
 class Run(models.Model):

@@ -282,6 +282,9 @@ def claim_returning(
     run, whether the thread has queued input (the first steer check), and the run's input
     messages (announced to subscribers at once): one round trip instead of three.
     """
+    # The lease starts once a connection is in hand: a claim that waited for one (a pool
+    # emptied by a burst of sends) must not begin with a lease that already ran out.
+    connection.ensure_connection()
     now = timezone.now()
     expires = now + timedelta(seconds=lease_seconds)
     sql, params = claim_update_sql(run_id, owner=owner, expires=expires, now=now)

@@ -88,10 +88,12 @@ def scoped_thread(thread_id: str, scope_key: str) -> Thread | None:
 @cache
 def _active_select(vendor: str) -> str:
     table = qn(Run._meta.db_table)
-    marks = ", ".join("%s" for _ in Run.ACTIVE)
+    # Literal statuses, as Run.objects.active() writes them: SQLite matches the partial
+    # index pai_one_active_run_per_thread only against literals (models.conditions).
+    statuses = ", ".join(f"'{status.value}'" for status in Run.ACTIVE)
     return (
         f"SELECT {table}.{qn('id')}, {table}.{qn('status')} FROM {table} "  # noqa: S608
-        f"WHERE ({table}.{qn('status')} IN ({marks}) AND {table}.{qn('thread_id')} = %s) "
+        f"WHERE ({table}.{qn('status')} IN ({statuses}) AND {table}.{qn('thread_id')} = %s) "
         f"ORDER BY {table}.{qn('created_at')} ASC LIMIT 1"
     )
 
@@ -100,9 +102,7 @@ def active_run(thread_id: str) -> Run | None:
     """The thread's active run (id and status loaded, the rest deferred), or None: what
     ``Run.objects.active().filter(thread=...).only("id", "status").first()`` returns."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            _active_select(connection.vendor), [*(s.value for s in Run.ACTIVE), thread_id]
-        )
+        cursor.execute(_active_select(connection.vendor), [thread_id])
         row = cursor.fetchone()
     return None if row is None else Run.from_db(DEFAULT_DB_ALIAS, ["id", "status"], list(row))
 

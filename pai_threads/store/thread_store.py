@@ -118,7 +118,9 @@ class ORMThreadStore:
         return claimed_run(run, lease)
 
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:
-        # One statement: the fencing UPDATE returns the cancel request and the queue.
+        # One statement: the fencing UPDATE returns the cancel request and the queue. The
+        # renewal counts from when a connection is in hand (see claim_returning).
+        connection.ensure_connection()
         expires = timezone.now() + timedelta(seconds=lease_seconds)
         sql, params = fenced_update_sql(lease, {"lease_expires_at": expires}, renewal=True)
         queued, queued_params = queued_sql(run_column("thread_id"))
