@@ -32,6 +32,7 @@ from pai_threads.services.files import reference_attachments
 from pai_threads.services.input_guard import check_json, validate_user_message
 from pai_threads.services.threads import get_thread
 from pai_threads.store.admission import dispatch_after_commit
+from pai_threads.store.fused_send import FusedSend, can_fuse_send, start_run_fused
 from pai_threads.store.rewrites import run_metadata_defaults
 from pai_threads.store.rows import active_run, insert_row, touch_thread
 
@@ -108,6 +109,33 @@ def send(
         payload["initiator"] = initiator  # read by admission; projections pick their keys
     if len(json_dumps(payload).encode("utf-8")) > pai_settings.MAX_MESSAGE_BYTES:
         raise PayloadTooLarge(f"the message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes")
+    run = Run(
+        thread=thread,
+        scope_key=thread.scope_key,
+        agent_name=thread.agent_name,
+        initiator=initiator,
+        identity=trusted_identity,
+        client_data=data,
+        **run_metadata_defaults(agent),
+    )
+    row = Message(
+        message_id=message_id,
+        thread=thread,
+        scope_key=thread.scope_key,
+        run=run,
+        role="user",
+        parts=parts,
+        metadata=metadata,
+        producer=Message.Producer.SEND,
+        relation=Message.Relation.INPUT,
+    )
+    if can_fuse_send():
+        # An idle thread (most sends): one statement; anything else decides under the lock.
+        outcome = start_run_fused(thread, run, row, client_id=client_id)
+        if outcome is FusedSend.GONE:
+            raise NotFound("thread not found")  # deleted since it was read
+        if outcome is FusedSend.STARTED:
+            return _started(thread, run, row, dispatch=dispatch)
     try:
         with transaction.atomic():
             # Touching the thread takes its row lock: "is a run active?" and "start a run /
@@ -124,44 +152,27 @@ def send(
                 return _enqueue(
                     thread, active, payload, trusted_identity, data, policy or agent.send_policy
                 )
-            run = insert_row(
-                Run(
-                    thread=thread,
-                    scope_key=thread.scope_key,
-                    agent_name=thread.agent_name,
-                    initiator=initiator,
-                    identity=trusted_identity,
-                    client_data=data,
-                    **run_metadata_defaults(agent),
-                )
-            )
-            row = Message(
-                message_id=message_id,
-                thread=thread,
-                scope_key=thread.scope_key,
-                run=run,
-                role="user",
-                parts=parts,
-                metadata=metadata,
-                producer=Message.Producer.SEND,
-                relation=Message.Relation.INPUT,
-            )
+            insert_row(run)
             insert_row(row)
-            committed = message_committed(thread.id, message_public(row))
-            # A thread without an active run has no queued input and no pending action
-            # (the end of a run admits the next input and settles its actions): no reads.
-            publish_after_commit(
-                thread.id, [committed, run_status_of(run), *empty_side_state(thread.id)]
-            )
-            queued_after_commit(run)  # insert_row sends no post_save
-            if dispatch:
-                dispatch_after_commit(run.id)  # after the events: they come before the run's
+            return _started(thread, run, row, dispatch=dispatch)
     except IntegrityError:
         # A concurrent retry stored the same message id first.
         existing = _existing_send(thread, message_id)
         if existing is not None:
             return existing
         raise
+
+
+def _started(thread: Thread, run: Run, row: Message, *, dispatch: bool) -> SendResult:
+    """A run was stored for ``row``: what subscribers get after commit (at once when the
+    write was its own transaction), then the dispatch."""
+    committed = message_committed(thread.id, message_public(row))
+    # A thread without an active run has no queued input and no pending action (the end of
+    # a run admits the next input and settles its actions): no reads.
+    publish_after_commit(thread.id, [committed, run_status_of(run), *empty_side_state(thread.id)])
+    queued_after_commit(run)  # insert_row sends no post_save
+    if dispatch:
+        dispatch_after_commit(run.id)  # after the events: they come before the run's
     return SendResult(message=row, run=run, created=True, message_public=committed["message"])
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -54,3 +55,16 @@ def operator() -> Client:
 def api_client() -> Client:
     """A browser-like client: session cookie identity, CSRF enforced like in production."""
     return Client(enforce_csrf_checks=True)
+
+
+@pytest.fixture
+def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Every realtime event published (recorded instead of fanned out), in order."""
+    events: list[dict[str, Any]] = []
+
+    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
+        events.extend(batch)
+        return list(batch)
+
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
+    return events

@@ -43,19 +43,6 @@ API = "/api/pai"
 SECRET = "sk-server-only-SECRET-4242"
 
 
-@pytest.fixture
-def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Every realtime event published (instead of fanning it out)."""
-    events: list[dict[str, Any]] = []
-
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
-        events.extend(batch)
-        return list(batch)
-
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
-    return events
-
-
 def _register(monkeypatch: pytest.MonkeyPatch, agent: Any) -> None:
     agents = {**registry.agents(), agent.name: agent}
     monkeypatch.setattr(registry, "agents", lambda: agents)

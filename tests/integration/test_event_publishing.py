@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,18 +36,6 @@ def _agent() -> Iterator[None]:
     )
     with override_settings(PAI={**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], agent]}):
         yield
-
-
-@pytest.fixture
-def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
-        events.extend(batch)
-        return list(batch)
-
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
-    return events
 
 
 def _text(text: str, message_id: str) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -59,18 +58,6 @@ def agent(monkeypatch: pytest.MonkeyPatch) -> Any:
     agents = {**registry.agents(), definition.name: definition}
     monkeypatch.setattr(registry, "agents", lambda: agents)
     return definition
-
-
-@pytest.fixture
-def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
-        events.extend(batch)
-        return list(batch)
-
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
-    return events
 
 
 def _finished_run(identity: Identity, agent: Any) -> Run:

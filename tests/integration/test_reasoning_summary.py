@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -26,18 +25,6 @@ from pai_threads.models import Message
 from pai_threads.websocket.snapshot import build_snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
-        events.extend(batch)
-        return list(batch)
-
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
-    return events
 
 
 def _run(alice: Identity, monkeypatch: pytest.MonkeyPatch, agent: Any) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -35,18 +34,6 @@ class AddInput(BaseModel):
 def add(args: AddInput) -> int:
     """Add two integers."""
     return args.a + args.b
-
-
-@pytest.fixture
-def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
-        events.extend(batch)
-        return list(batch)
-
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
-    return events
 
 
 def test_th_016_hidden_reasoning_reaches_no_client_surface(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -58,19 +58,6 @@ def executor(monkeypatch: pytest.MonkeyPatch) -> _Executor:
     fake = _Executor()
     monkeypatch.setattr(titles, "get_executor", lambda: fake)
     return fake
-
-
-@pytest.fixture
-def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Every realtime event published (instead of fanning it out)."""
-    events: list[dict[str, Any]] = []
-
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
-        events.extend(batch)
-        return list(batch)
-
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
-    return events
 
 
 @pytest.fixture
