@@ -41,6 +41,7 @@ from pai_threads.store.attempts import (
     end_attempt_sql,
     record_claim,
 )
+from pai_threads.store.rows import insert_row
 from pai_threads.store.sql import (
     MESSAGE_COLUMNS,
     claim_update_sql,
@@ -223,7 +224,7 @@ def write_step(
         cursor.execute(insert, insert_params)
         stored = _message_row(cursor.fetchone())
     step.message_id, step.attempt = stored.pk, fenced.run.attempt
-    step.save(force_insert=True)
+    insert_row(step)  # its INSERT built once (Model.save compiles it afresh every time)
     return fenced, stored
 
 
