@@ -5,15 +5,18 @@ engine pieces (:class:`StepTranslator`, :class:`Generation` with its reducer) in
 :class:`RealtimePublisher` (coalescing, replay buffer, channel layer) on a *run* thread with
 its own event loop, as the executor does; on the *server* thread one real
 :class:`ThreadConsumer` per stream (the channel-layer link, cursor, fold guard, JSON frame
-encoding) receives them and hands its frames to a counting ``send`` (where daphne would
-write them to the socket). Nothing touches the database: connect joins the group and
-starts at the buffer's last number instead of loading a snapshot.
+encoding) receives them and writes its frames through a real daphne websocket protocol
+(autobahn's framing) to a transport that counts them instead of a socket (``--writer send``:
+a plain counting ASGI ``send`` instead, without the in-process fan-out's direct write that
+daphne gets). Nothing touches the database: connect joins the group and starts at the
+buffer's last number instead of loading a snapshot.
 
 Arrangements: *embedded* (in-memory channel layer and replay buffer) or *redis* (channels-
 redis and the Redis replay buffer from ``REDIS_URL``; both threads in this process, where
 production has two processes). The result is process CPU (``time.process_time``, every
-thread) per delivered delta, split by thread (``time.thread_time``), and with
-``--profile`` a cProfile top list per thread::
+thread) per delivered delta, split by thread (``time.thread_time``), the time the cyclic
+garbage collector ran (``gc.callbacks``; the server's thresholds, ``PAI["GC_TUNING"]``,
+unless ``--gc default``), and with ``--profile`` a cProfile top list per thread::
 
     python -m benchmarks.delta_path --streams 50 --deltas 100 --every-ms 25
     REDIS_URL=redis://localhost:6379/9 python -m benchmarks.delta_path --profile
@@ -25,6 +28,8 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import functools
+import gc
 import io
 import json
 import os
@@ -58,22 +63,86 @@ class _Clients:
     def sender(self, stream: int) -> Any:
         async def send(message: dict[str, Any]) -> None:
             text = message.get("text")
-            if text is None:
-                return
-            # What a client does with a frame: parse it (not counted as server CPU below).
-            for frame in _frames(text):
-                if frame.get("type") != "generation.message.chunk":
-                    continue
-                if frame["index"] <= self.last_index[stream]:
-                    self.disorder += 1
-                self.last_index[stream] = frame["index"]
-                if frame["chunk"].get("type") == "text-delta":
-                    self.deltas[stream] += 1
-                    self.received += 1
-                    if self.received >= self.expected:
-                        self.done.set()
+            if text is not None:
+                self.received_text(stream, text)
 
         return send
+
+    def received_text(self, stream: int, text: str) -> None:
+        # What a client does with a frame: parse it (on the server thread here).
+        for frame in _frames(text):
+            if frame.get("type") != "generation.message.chunk":
+                continue
+            if frame["index"] <= self.last_index[stream]:
+                self.disorder += 1
+            self.last_index[stream] = frame["index"]
+            if frame["chunk"].get("type") == "text-delta":
+                self.deltas[stream] += 1
+                self.received += 1
+                if self.received >= self.expected:
+                    self.done.set()
+
+
+class _Transport:
+    """A daphne connection's transport, minus the socket: unframes what autobahn writes
+    (server frames are unmasked) and hands each text message to the client's count."""
+
+    TLS = False
+
+    def __init__(self, clients: _Clients, stream: int) -> None:
+        self.clients, self.stream = clients, stream
+
+    def write(self, data: bytes) -> None:
+        if data[0] & 0x0F != 1:  # text frames only (no pings in a benchmark this short)
+            return
+        size = data[1] & 0x7F
+        start = 2 if size < 126 else 4 if size == 126 else 10
+        self.clients.received_text(self.stream, data[start:].decode())
+
+    def getPeer(self) -> None:
+        return None
+
+    def getHost(self) -> None:
+        return None
+
+
+def _daphne_send(server: Any, transport: _Transport) -> Any:
+    """The ASGI ``send`` daphne gives a websocket application: ``handle_reply`` of its
+    server, bound to an open connection's protocol (autobahn's), here over ``transport``."""
+    from daphne.ws_protocol import WebSocketFactory
+
+    protocol = WebSocketFactory(server).buildProtocol(None)
+    protocol.transport = transport
+    protocol._connectionMade()
+    protocol.state = protocol.STATE_OPEN
+    protocol.client_addr = ["127.0.0.1", 0]
+    protocol.serverAccept = lambda subprotocol=None: None  # already open
+    server.connections[protocol] = {}
+    return functools.partial(server.handle_reply, protocol)
+
+
+def _daphne_server() -> Any:
+    from daphne.server import Server
+
+    server = Server.__new__(Server)  # only its connections and handle_reply are used
+    server.connections = {}
+    return server
+
+
+class _GCTime:
+    """CPU the cyclic collector took (every thread), from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = 0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.thread_time()
+        else:
+            self.seconds += time.thread_time() - self._start
+            self.collections += 1
 
 
 def _frames(text: str) -> list[dict[str, Any]]:
@@ -173,6 +242,7 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
     inboxes: list[asyncio.Queue[dict[str, Any]]] = []
     tasks = []
     consumers = []
+    server = _daphne_server()
     for i in range(args.streams):
         inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         inbox.put_nowait({"type": "websocket.connect"})
@@ -186,13 +256,20 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
         consumer = consumer_class()
         consumer.connected = asyncio.Event()
         consumers.append(consumer)
-        tasks.append(asyncio.ensure_future(consumer(scope, inbox.get, clients.sender(i))))
+        send = (
+            _daphne_send(server, _Transport(clients, i))
+            if args.writer == "daphne"
+            else clients.sender(i)
+        )
+        tasks.append(asyncio.ensure_future(consumer(scope, inbox.get, send)))
         inboxes.append(inbox)
         if len(consumers) % _CONNECT_WAVE == 0:
             await _connected(consumers[-_CONNECT_WAVE:], tasks)
     await _connected(consumers, tasks)
     times: dict[str, float] = {}
     profile = profiles.get("server")
+    collector = _GCTime()
+    gc.callbacks.append(collector)
     runner = threading.Thread(
         target=_run_thread,
         args=(args, profiles.get("run"), times),
@@ -209,6 +286,7 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
     runner.join()
     server_cpu = time.thread_time() - server_cpu
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    gc.callbacks.remove(collector)
     for inbox in inboxes:
         inbox.put_nowait({"type": "websocket.disconnect", "code": 1000})
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -216,6 +294,7 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
     return {
         "streams": args.streams,
         "deltas_per_stream": args.deltas,
+        "writer": args.writer,
         "every_ms": args.every_ms,
         "spread": args.spread,
         "delivered": delivered,
@@ -226,6 +305,8 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
         "us_per_delta": round(cpu / max(1, delivered) * 1e6, 1),
         "run_thread_us_per_delta": round(times.get("run", 0.0) / max(1, delivered) * 1e6, 1),
         "server_thread_us_per_delta": round(server_cpu / max(1, delivered) * 1e6, 1),
+        "gc_us_per_delta": round(collector.seconds / max(1, delivered) * 1e6, 1),
+        "gc_collections": collector.collections,
     }
 
 
@@ -263,6 +344,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--spread", action="store_true", help="streams tick out of phase (default: together)"
     )
+    parser.add_argument(
+        "--writer",
+        choices=("daphne", "send"),
+        default="daphne",
+        help="frames through daphne's protocol (default) or a counting ASGI send",
+    )
+    parser.add_argument(
+        "--gc",
+        choices=("server", "default"),
+        default="server",
+        help="the server's collector thresholds (PAI['GC_TUNING'], default) or Python's",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
         "--profile", action="store_true", help="cProfile top list per thread (thread CPU time)"
@@ -270,6 +363,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     _setup()
     from django.conf import settings
+
+    if args.gc == "server":
+        from pai_threads.executors.gc_tuning import tune_gc
+
+        tune_gc()
 
     arrangement = "redis" if os.environ.get("REDIS_URL") else "embedded"
     results = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from twisted.internet.protocol import Protocol
@@ -121,3 +122,73 @@ def test_only_daphne_plain_tcp_transports_get_it(wire: Wire) -> None:
     transport.TLS = True
     assert not write_eagerly(functools.partial(_handle_reply, _DaphneProtocol(transport)))
     assert "write" not in transport.__dict__
+
+
+class _Recorder:
+    """A transport that keeps what is written."""
+
+    TLS = False
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def getPeer(self) -> None:
+        return None
+
+    def getHost(self) -> None:
+        return None
+
+
+def _open_daphne_connection() -> tuple[Any, _Recorder, Any]:
+    """Daphne's server and websocket protocol (autobahn's), open, over a recorder."""
+    from daphne.server import Server
+    from daphne.ws_protocol import WebSocketFactory
+
+    server = Server.__new__(Server)
+    server.connections = {}
+    protocol = WebSocketFactory(server).buildProtocol(None)
+    recorder = _Recorder()
+    protocol.transport = recorder
+    protocol._connectionMade()
+    protocol.state = protocol.STATE_OPEN
+    protocol.client_addr = ["127.0.0.1", 0]
+    server.connections[protocol] = {}
+    return server, recorder, protocol
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 200_000])
+def test_the_frame_writer_writes_autobahn_s_bytes(size: int) -> None:
+    """Framed here or by autobahn, a text message is the same bytes on the wire."""
+    from pai_threads.websocket.transport import frame_writer
+
+    server, recorder, protocol = _open_daphne_connection()
+    write = frame_writer(functools.partial(server.handle_reply, protocol))
+    assert write is not None
+    text = ("é" * size)[: max(0, size - size // 3)] + "x" * (size // 3)  # multi-byte UTF-8 too
+    write(text)
+    ours = b"".join(recorder.written)
+    recorder.written.clear()
+    protocol.sendMessage(text.encode())
+    assert ours == b"".join(recorder.written)
+
+
+def test_the_frame_writer_leaves_other_frames_to_autobahn() -> None:
+    """Compression, a fragment size or a closed connection: autobahn's own path."""
+    from autobahn.websocket.protocol import Disconnected
+
+    from pai_threads.websocket.transport import frame_writer
+
+    server, recorder, protocol = _open_daphne_connection()
+    write = frame_writer(functools.partial(server.handle_reply, protocol))
+    assert write is not None
+    protocol.autoFragmentSize = 4
+    write("fragmented")
+    assert len(recorder.written) == 3  # three frames of at most 4 bytes
+    protocol.state = protocol.STATE_CLOSED
+    with pytest.raises(Disconnected):
+        write("late")
+    server.connections[protocol]["disconnected"] = True
+    write("gone")  # dropped, as daphne's handle_reply drops it
