@@ -298,11 +298,11 @@ class Message(models.Model):
             ),
         ]
         indexes = [
-            # Thread order: the tail check of a checkpoint (MF-043) is one index probe.
+            # Thread order (the tail check of a checkpoint, MF-043, is one probe) and the
+            # transcript's: its reads walk this index past the few hidden rows (regenerated
+            # answers, hook notes), as a partial twin cost index WAL per message (migration
+            # 0016). The context keeps its own: compaction hides all but the newest messages.
             models.Index(fields=["thread", "id"], name="pai_msg_thread_position"),
-            models.Index(
-                fields=["thread", "id"], condition=Q(in_transcript=True), name="pai_msg_transcript"
-            ),
             models.Index(
                 fields=["thread", "id"], condition=Q(in_context=True), name="pai_msg_context"
             ),

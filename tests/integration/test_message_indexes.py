@@ -81,3 +81,15 @@ def test_an_ended_run_and_a_thread_id_maintain_no_index_they_do_not_need() -> No
             )
             (definition,) = cursor.fetchone()
         assert "WHERE" in definition and "queued" in definition and "running" in definition
+
+
+def test_a_message_writes_no_index_another_covers() -> None:
+    """Migration 0016 (issue 16): the transcript reads walk the thread position index (no
+    partial twin of it); the context keeps its partial index
+    (tests/integration/test_lean_index_plans.py)."""
+    on_position = sorted(
+        name
+        for name, info in _indexes_of("pai_threads_message").items()
+        if info["columns"] == ["thread_id", "id"]
+    )
+    assert on_position == ["pai_msg_context", "pai_msg_thread_position"]

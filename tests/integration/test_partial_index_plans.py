@@ -10,8 +10,6 @@ small it rightly prefers a sequential scan, so the plan says nothing there).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.db import connection
 
@@ -19,6 +17,7 @@ from pai_threads.execution.recovery import find_stalled_runs
 from pai_threads.models import QueueItem, Run, Thread
 from pai_threads.store.rows import active_run
 from pai_threads.store.sql import queued_sql
+from tests.support.plans import query_plan, sent_plan
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -26,26 +25,6 @@ pytestmark = [
         connection.vendor != "sqlite", reason="SQLite's partial-index matching rule"
     ),
 ]
-
-
-def _plan(sql: str, params: Any = ()) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-        return "\n".join(str(row[-1]) for row in cursor.fetchall())
-
-
-def _sent_plan(call: Any) -> str:
-    """The plan of the one statement ``call`` sends, as sent: its SQL and bound parameters."""
-    sent: list[tuple[str, Any]] = []
-
-    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        sent.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(capture):
-        call()
-    [(sql, params)] = sent
-    return _plan(sql, params)
 
 
 @pytest.fixture
@@ -58,27 +37,27 @@ def thread() -> Thread:
 
 
 def test_the_orms_active_run_lookup_reads_the_active_run_index(thread: Thread) -> None:
-    plan = _sent_plan(lambda: Run.objects.active().filter(thread=thread).first())
+    plan = sent_plan(lambda: Run.objects.active().filter(thread=thread).first())
     assert "pai_one_active_run_per_thread" in plan
 
 
 def test_a_sends_active_run_read_reads_the_active_run_index(thread: Thread) -> None:
-    assert "pai_one_active_run_per_thread" in _sent_plan(lambda: active_run(thread.pk))
+    assert "pai_one_active_run_per_thread" in sent_plan(lambda: active_run(thread.pk))
 
 
 def test_the_queue_read_reads_the_pending_queue_index(thread: Thread) -> None:
-    plan = _sent_plan(lambda: list(QueueItem.objects.filter(thread=thread, status="queued")))
+    plan = sent_plan(lambda: list(QueueItem.objects.filter(thread=thread, status="queued")))
     assert "pai_queue_pending" in plan
 
 
 def test_the_queued_input_check_of_a_write_reads_the_pending_queue_index(thread: Thread) -> None:
     exists, params = queued_sql("?")
-    assert "pai_queue_pending" in _plan(f"SELECT {exists}", [thread.pk, *params])
+    assert "pai_queue_pending" in query_plan(f"SELECT {exists}", [thread.pk, *params])
 
 
 def test_the_sweepers_stalled_run_query_reads_only_the_streaming_runs_index(
     thread: Thread,
 ) -> None:
-    plan = _sent_plan(find_stalled_runs)
+    plan = sent_plan(find_stalled_runs)
     assert "pai_run_status_lease" in plan
     assert "SCAN pai_threads_run\n" not in plan + "\n"
