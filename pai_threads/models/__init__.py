@@ -134,6 +134,8 @@ class Run(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=_run_id, editable=False)
     # Indexed by pai_run_thread_created (thread, created_at) and the active-run constraint.
+    # A scope's runs are its threads' runs (a run takes its thread's scope_key), found
+    # through the thread indexes: an index of its own cost WAL per run row version (0017).
     thread = models.ForeignKey(
         Thread, on_delete=models.CASCADE, related_name="runs", db_index=False
     )
@@ -212,9 +214,6 @@ class Run(models.Model):
                 condition=Q(status__in=["queued", "running"]),
                 name="pai_run_status_lease",
             ),
-            # A scope's runs (budgets, usage roll-ups): an index-only scan, then each run's
-            # steps through pai_step_index_per_run.
-            models.Index(fields=["scope_key", "id"], name="pai_run_scope"),
         ]
 
     def __str__(self) -> str:

@@ -1,8 +1,11 @@
 """Reads that lost an index of their own (issue 16, W2's WAL per run) stay index-driven.
 
 Migration 0016 dropped the transcript's partial twin of ``pai_msg_thread_position``: a
-transcript read walks the thread's position index and skips the few hidden rows. SQLite's
-plans are read as the statements are sent.
+transcript read walks the thread's position index and skips the few hidden rows. Migration
+0017 dropped ``pai_run_scope``: the budget check reaches a scope's runs through its threads.
+SQLite's plans are read as the statements are sent; on PostgreSQL, whose planner rightly
+prefers sequential scans on tables this small, the test only asks that an index path exists
+(``enable_seqscan`` off), so a run is never found by scanning every run.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from pai_threads.models import Message, Run, Step, Thread
+from pai_threads.usage.budget import Budget, budget_check
 from tests.support.plans import sent_plan
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,3 +63,22 @@ def test_a_transcript_page_walks_the_threads_position_index(thread: Thread) -> N
     for plan in (newest, older):
         assert "USING INDEX pai_msg_thread_position (thread_id=?" in plan
         assert "TEMP B-TREE" not in plan  # read in thread order, not sorted
+
+
+def test_the_budget_check_finds_a_scopes_runs_through_its_threads(thread: Thread) -> None:
+    budget = Budget(max_tokens=1, window="total")
+    plan = sent_plan(lambda: budget_check(SCOPE, budget))
+    if connection.vendor == "sqlite":
+        assert "SEARCH pai_threads_run USING INDEX pai_run_thread_created (thread_id=?)" in plan
+        assert "SEARCH pai_threads_thread USING COVERING INDEX pai_thread_scope" in plan
+    else:
+        assert "pai_run_thread_created" in plan
+    assert "SCAN pai_threads_run" not in plan and "Seq Scan on pai_threads_run" not in plan
+    assert "SCAN pai_threads_step" not in plan and "Seq Scan on pai_threads_step" not in plan
+
+
+def test_the_budget_check_counts_only_the_scopes_steps(thread: Thread) -> None:
+    Step.objects.filter(run__thread=thread).update(usage={"inputTokens": 1, "outputTokens": 1})
+    exceeded = budget_check(SCOPE, Budget(max_tokens=100, window="total"))
+    assert exceeded is not None and exceeded.used == 100
+    assert budget_check("other", Budget(max_tokens=1, window="total")) is None

@@ -93,3 +93,13 @@ def test_a_message_writes_no_index_another_covers() -> None:
         if info["columns"] == ["thread_id", "id"]
     )
     assert on_position == ["pai_msg_context", "pai_msg_thread_position"]
+
+
+def test_a_run_row_version_writes_no_scope_index() -> None:
+    """Migration 0017 (issue 16): a scope's runs are its threads' runs (the budget check
+    reads them through the thread indexes, tests/integration/test_lean_index_plans.py)."""
+    assert not [
+        name
+        for name, info in _indexes_of("pai_threads_run").items()
+        if "scope_key" in info["columns"]
+    ]
