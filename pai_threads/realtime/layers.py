@@ -43,6 +43,9 @@ __all__ = ["InMemoryChannelLayer"]
 _SHARED_TYPE = "pai.events"
 
 
+# How many checked group names are remembered before the set starts over.
+_VALID_GROUPS_KEPT = 10_000
+
 # A channel's receiver of shared batches: True when it took the message.
 Receiver = Callable[[dict[str, Any]], bool]
 
@@ -53,6 +56,8 @@ class InMemoryChannelLayer(ChannelsInMemoryChannelLayer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.receivers: dict[str, Receiver] = {}
+        # Group names already checked (a regular expression per fan-out otherwise).
+        self._valid_groups: set[str] = set()
 
     def attach(self, channel: str, receiver: Receiver) -> None:
         """Offer ``pai.events`` batches for ``channel`` to ``receiver`` before queueing
@@ -106,7 +111,11 @@ class InMemoryChannelLayer(ChannelsInMemoryChannelLayer):
     def group_send_now(self, group: str, message: dict[str, Any]) -> None:
         """``group_send`` without awaiting: must run on the loop the receivers use."""
         assert isinstance(message, dict), "Message is not a dict"
-        self.require_valid_group_name(group)
+        if group not in self._valid_groups:
+            self.require_valid_group_name(group)
+            if len(self._valid_groups) >= _VALID_GROUPS_KEPT:
+                self._valid_groups.clear()
+            self._valid_groups.add(group)
         self._clean_expired()
         members = self.groups.get(group)
         if not members:

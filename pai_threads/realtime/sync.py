@@ -105,13 +105,13 @@ class Cursor:
     def admit_next(self, events: Sequence[RunEvent]) -> bool:
         """Advance over a live batch that is exactly the next numbers, in order (the live
         path, without a read); False leaves the cursor as it was, for :meth:`admit`."""
-        last = self.last
+        last, count = self.last, len(events)
         if (
-            events
+            count
             and int(events[0]["seq"]) == last + 1
-            and _contiguous(events, last, last + len(events))
+            and (count == 1 or _contiguous(events, last, last + count))
         ):
-            self.last = last + len(events)
+            self.last = last + count
             return True
         return False
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,6 +39,7 @@ from pai_threads.realtime.sync import Cursor, FoldGuard, Resync, open_frames
 from pai_threads.websocket.commands import run_command
 from pai_threads.websocket.frames import (
     FrameError,
+    encode_frame,
     error_frame,
     exception_frame,
     parse_frame,
@@ -230,7 +230,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
                 return
             if self._guard.admit(frame):
                 # send_json's own chain (encode_json, send, base_send) with one call per frame.
-                text = json.dumps(frame)
+                text = encode_frame(frame)
                 await self._send_to_server({"type": "websocket.send", "text": text})
             if frame.get("type") == "thread.deleted":
                 # Nothing can follow (no snapshot of a deleted thread): end like a refusal.
@@ -300,16 +300,19 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             or self.gone
             or self._turn.locked()
             or self._lock.locked()
-            or any(event.get("type") == "thread.deleted" for event in events)
-            or not cursor.admit_next(events)
         ):
+            return False
+        for event in events:
+            if event.get("type") == "thread.deleted":
+                return False
+        if not cursor.admit_next(events):
             return False
         self._buffer_outage.recovered()
         guard = self._guard
         try:
             for event in events:
                 if guard.admit(event):
-                    write(json.dumps(event))
+                    write(encode_frame(event))
         except Exception as exc:  # the server's own error: as in _send_to_server
             self.gone = True
             self._joined = False

@@ -7,11 +7,15 @@ HTTP API does. :func:`parse_frame` turns raw websocket input into a command fram
 :class:`FrameError`; it never lets bad input escape as another exception (``json.loads``
 raises ``RecursionError`` on deep nesting, which a consumer must not die of). The text and
 depth rules are the service boundary's (:mod:`pai_threads.services.input_guard`).
+:func:`encode_frame` is the text of a server frame: ``json.dumps``'s, without its per-call
+set-up (one frame per delta per subscriber).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from json import encoder as _json_encoder
 from typing import Any
 
 from pai_threads.errors import InvalidInput, ServiceUnavailable
@@ -21,6 +25,7 @@ from pai_threads.services.input_guard import MAX_JSON_DEPTH, check_json
 __all__ = [
     "MAX_FRAME_DEPTH",
     "FrameError",
+    "encode_frame",
     "error_frame",
     "exception_frame",
     "parse_frame",
@@ -32,6 +37,30 @@ Frame = dict[str, Any]
 
 # Deepest nesting of objects/arrays a frame may have: the HTTP API's JSON limit.
 MAX_FRAME_DEPTH = MAX_JSON_DEPTH
+
+
+def _frame_encoder() -> Callable[[Any], str]:
+    """``json.dumps`` with its defaults: C's encoder made once instead of per call (no
+    circular check: frames are trees, and a cycle still fails, as a RecursionError)."""
+    make = getattr(_json_encoder, "c_make_encoder", None)
+    if make is None:  # a Python without the C accelerator
+        return json.dumps
+    defaults = json.JSONEncoder()
+    iterencode = make(
+        None,
+        defaults.default,
+        _json_encoder.encode_basestring_ascii,
+        None,
+        defaults.key_separator,
+        defaults.item_separator,
+        False,
+        False,
+        True,
+    )
+    return lambda frame: "".join(iterencode(frame, 0))
+
+
+encode_frame: Callable[[Any], str] = _frame_encoder()
 
 
 class FrameError(Exception):

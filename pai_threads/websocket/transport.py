@@ -111,9 +111,18 @@ def frame_writer(send: Any) -> Callable[[str], None] | None:
     ):
         return None
 
+    # The connection's entry in daphne's table: daphne marks it ``disconnected`` before it
+    # drops it, so the entry, once found, is enough to read (no hash of the protocol, a
+    # Python ``__hash__`` in daphne, per frame).
+    found: list[dict[str, Any]] = []
+
     def write(text: str) -> None:
-        state = connections.get(protocol)
-        if state is None or state.get("disconnected", None):
+        if not found:
+            state = connections.get(protocol)
+            if state is None:
+                return
+            found.append(state)
+        if found[0].get("disconnected", None):
             return
         if not plain(protocol):
             protocol.handle_reply({"type": "websocket.send", "text": text})
