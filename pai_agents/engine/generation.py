@@ -72,13 +72,14 @@ class Generation:
 
     async def emit(self, *chunks: UIMessageChunk) -> None:
         run_id, thread_id = self.claim.lease.run_id, self.claim.thread_id
-        for chunk in chunks:
-            self.reducer.apply(chunk)
-            await self.sink.publish(
+        apply, publish, message_id = self.reducer.apply, self.sink.publish, self.message_id
+        for chunk in chunks:  # once per token: no work that does not need doing here
+            apply(chunk)
+            await publish(
                 generation_message_chunk(
                     run_id=run_id,
                     thread_id=thread_id,
-                    message_id=self.message_id,
+                    message_id=message_id,
                     index=self.index,
                     chunk=chunk,
                 )

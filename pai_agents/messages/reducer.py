@@ -180,7 +180,11 @@ class MessageReducer:
 
     def apply(self, chunk: UIMessageChunk) -> bool:
         """Apply one chunk; True when the SDK would emit a snapshot for it."""
-        kind = str(chunk.get("type"))
+        kind = chunk.get("type")
+        if kind == "text-delta":  # most chunks of a stream: tested first
+            self._delta(chunk, "text", self._active_text)
+            return True
+        kind = str(kind)
         if kind == "start":
             message_id = chunk.get("messageId")
             if message_id is not None and message_id != self._message["id"]:
