@@ -93,7 +93,9 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     link: LayerLink | None = None
     # Set once the server refused a send: the client is gone, its disconnect not yet seen.
     gone: bool = False
-    # Daphne's synchronous frame write, when live batches may be written in the fan-out.
+    # Daphne's synchronous text-frame write (None on another server), and the same when
+    # live batches may be written in the in-process fan-out.
+    _write_text: Callable[[str], None] | None = None
     _write_now: Callable[[str], None] | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -104,6 +106,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self._server_send = send
         self._frame_send = _frame_sender(send)
         write_eagerly(self._frame_send)  # daphne: each frame to the socket at once
+        self._write_text = frame_writer(self._frame_send)
         self.base_send = self._send_to_server
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
         self._turn = asyncio.Lock()  # one handler at a time (see _serve)
@@ -115,7 +118,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             self.thread_id = scope["url_route"]["kwargs"]["thread_id"]
             self.link = LayerLink(self.channel_layer, self.channel_name, group_name(self.thread_id))
             sources.append(self.link.receive)
-            self._write_now = frame_writer(self._frame_send) if local else None
+            self._write_now = self._write_text if local else None
             if self._write_now is not None:
                 self.channel_layer.attach(self.channel_name, self._take_live)
         try:
@@ -214,9 +217,27 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         try:
             await send(message)
         except Exception as exc:  # the server's own error type: daphne, uvicorn, ... differ
-            self.gone = True
-            self._joined = False
-            logger.debug("thread %s: send to a closed socket (%r)", self.thread_id, exc)
+            self._lost(exc)
+
+    async def _send_text(self, text: str) -> None:
+        """One text frame: daphne's write without its coroutine and message when there is
+        one (every live frame of the Redis arrangement comes this way)."""
+        write = self._write_text
+        if write is None:
+            await self._send_to_server({"type": "websocket.send", "text": text})
+            return
+        if self.gone:
+            return
+        try:
+            write(text)
+        except Exception as exc:  # as in _send_to_server
+            self._lost(exc)
+
+    def _lost(self, exc: Exception) -> None:
+        """The server refused a send: the client is gone (its disconnect not yet seen)."""
+        self.gone = True
+        self._joined = False
+        logger.debug("thread %s: send to a closed socket (%r)", self.thread_id, exc)
 
     async def _refuse(self, code: str, message: str, close_code: int) -> None:
         await self.send_json(error_frame(code, message))
@@ -230,8 +251,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
                 return
             if self._guard.admit(frame):
                 # send_json's own chain (encode_json, send, base_send) with one call per frame.
-                text = encode_frame(frame)
-                await self._send_to_server({"type": "websocket.send", "text": text})
+                await self._send_text(encode_frame(frame))
             if frame.get("type") == "thread.deleted":
                 # Nothing can follow (no snapshot of a deleted thread): end like a refusal.
                 self._joined = False
@@ -314,9 +334,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
                 if guard.admit(event):
                     write(encode_frame(event))
         except Exception as exc:  # the server's own error: as in _send_to_server
-            self.gone = True
-            self._joined = False
-            logger.debug("thread %s: send to a closed socket (%r)", self.thread_id, exc)
+            self._lost(exc)
         return True
 
     async def pai_events(self, message: dict[str, Any]) -> None:
