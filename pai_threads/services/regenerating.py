@@ -12,6 +12,7 @@ from pai_threads.events.types import run_and_side_state
 from pai_threads.execution import registry
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run
+from pai_threads.models.conditions import in_thread_order
 from pai_threads.services.threads import get_thread, lock_existing
 from pai_threads.store.admission import dispatch_after_commit
 from pai_threads.store.rewrites import apply_regenerate_rewrite, run_metadata_defaults
@@ -32,11 +33,8 @@ def regenerate(identity: Identity, thread_id: str, *, dispatch: bool = True) -> 
         lock_existing(thread)
         if Run.objects.active().filter(thread=thread).exists():
             raise ThreadBusy("the thread has an active run")
-        target = (
-            Message.objects.filter(thread=thread, role="user", in_transcript=True)
-            .order_by("-id")
-            .first()
-        )
+        user_messages = Message.objects.filter(role="user", in_transcript=True)
+        target = in_thread_order(user_messages, thread.id, descending=True).first()
         if target is None:
             raise InvalidInput("there is no user message to regenerate an answer for")
         previous = target.run

@@ -23,6 +23,7 @@ from pai_threads.events.types import thread_deleted, thread_updated
 from pai_threads.execution import cancellation, registry
 from pai_threads.identity import Identity
 from pai_threads.models import File, Message, QueueItem, Run, Thread
+from pai_threads.models.conditions import in_thread_order
 from pai_threads.services.input_guard import check_text, lookup_id
 from pai_threads.store.admission import lock_thread
 from pai_threads.store.pagination import InvalidPageToken, decode_token, encode_token
@@ -190,7 +191,8 @@ def list_messages(
     """The transcript's latest page, oldest first; the token fetches the page before it."""
     thread = get_thread(identity, thread_id)
     size = page_size(limit)
-    messages = Message.objects.filter(thread=thread, in_transcript=True).order_by("-id")
+    transcript = Message.objects.filter(in_transcript=True)
+    messages = in_thread_order(transcript, thread.id, descending=True)
     if page_token:
         try:
             before = decode_token(f"messages:{thread.id}", page_token)

@@ -51,6 +51,7 @@ from pai_threads.events.projections import message_public, run_public
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import message_committed, run_status_of, thread_updated
 from pai_threads.models import Message, Run, Thread
+from pai_threads.models.conditions import in_thread_order
 from pai_threads.store import sql as store_sql
 from pai_threads.store.db import run_db as _db
 from pai_threads.store.rewrites import lifecycle_visibility_rewrite
@@ -77,6 +78,13 @@ def _rows(scope: ThreadScope) -> Any:
     return Message.objects.filter(
         thread_id=scope.thread_id, scope_key=scope.scope_key, status=Message.Status.COMMITTED
     )
+
+
+def _ordered_rows(scope: ThreadScope, *, descending: bool) -> Any:
+    """The committed rows of the scope's thread in position order, planned on the thread's
+    index (models.conditions.in_thread_order)."""
+    rows = Message.objects.filter(scope_key=scope.scope_key, status=Message.Status.COMMITTED)
+    return in_thread_order(rows, scope.thread_id, descending=descending)
 
 
 def _keep_open_tail(thread_id: str, first_appended: int) -> None:
@@ -182,7 +190,7 @@ class ORMLifecycleBackend:
         return dict(found.values_list("message_id", "id"))
 
     def page(self, scope: ThreadScope, query: PageQuery) -> Sequence[PositionedMessage]:
-        rows = _rows(scope)
+        rows = _ordered_rows(scope, descending=query.descending)
         if query.view == "context":
             rows = rows.filter(in_context=True)
         elif query.view == "transcript":
@@ -191,7 +199,7 @@ class ORMLifecycleBackend:
             rows = rows.filter(id__gt=query.above)
         if query.below is not None:
             rows = rows.filter(id__lt=query.below)
-        fetched = rows.order_by("-id" if query.descending else "id")[: query.limit]
+        fetched = rows[: query.limit]
         return [PositionedMessage(row.id, _lifecycle_message(row)) for row in fetched]
 
     def get_many(
