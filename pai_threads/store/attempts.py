@@ -12,13 +12,16 @@ write changes nothing here either.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import cache
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Exists, OuterRef
 
 from pai_agents.engine.store import Lease
 from pai_threads.models import Run, RunAttempt
-from pai_threads.store.sql import insert_sql, lease_expired, qn, update_sql
+from pai_threads.store.rows import insert_row
+from pai_threads.store.sql import insert_sql, lease_expired, model_fields, qn
 
 __all__ = [
     "END_REASONS",
@@ -59,21 +62,48 @@ def _end_values(end: AttemptEnd, now: datetime) -> dict[str, Any]:
     return {"ended": end[0], "reason": end[1], "ended_at": now}
 
 
+_END_FIELDS = model_fields(RunAttempt, ("ended", "reason", "ended_at"))
+
+
+@cache
+def _end_update(vendor: str, by_token: bool) -> str:
+    """The UPDATE ending an attempt, its text built once: the attempt of one lease token, or
+    (``by_token`` False) the run's attempt still open. The ORM compiled it for every run."""
+    table = qn(RunAttempt._meta.db_table)
+    sets = ", ".join(f"{qn(str(f.column))} = %s" for f in _END_FIELDS)
+    which = f"{table}.{qn('lease_token')} = %s" if by_token else f"{table}.{qn('ended_at')} IS NULL"
+    return f"UPDATE {table} SET {sets} WHERE ({table}.{qn('run_id')} = %s AND {which})"  # noqa: S608
+
+
+def _end_sql(
+    run_id: str, token: int | None, end: AttemptEnd, now: datetime
+) -> tuple[str, list[Any]]:
+    """End the attempt of ``token`` (None: the run's open attempt) as ``end``, at ``now``."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    params = [
+        f.get_db_prep_save(v, connection=conn)
+        for f, v in zip(_END_FIELDS, (end[0], end[1], now), strict=True)
+    ]
+    params.append(run_id)
+    if token is not None:
+        params.append(token)
+    return _end_update(conn.vendor, token is not None), params
+
+
 def end_attempt_sql(
     lease: Lease, end: AttemptEnd, now: datetime, *, source: str
 ) -> tuple[str, list[Any]]:
     """The UPDATE ending ``lease``'s attempt, written only if the fencing CTE ``source``
     matched (PostgreSQL: a CTE of the fencing statement)."""
-    rows = RunAttempt.objects.filter(run_id=lease.run_id, lease_token=lease.token)
-    sql, params = update_sql(rows, _end_values(end, now))
+    sql, params = _end_sql(lease.run_id, lease.token, end, now)
     return f"{sql} AND EXISTS (SELECT 1 FROM {source})", params  # noqa: S608
 
 
 def end_attempt(lease: Lease, end: AttemptEnd, now: datetime) -> None:
     """End ``lease``'s attempt, inside the transaction whose fencing UPDATE just held."""
-    RunAttempt.objects.filter(run_id=lease.run_id, lease_token=lease.token).update(
-        **_end_values(end, now)
-    )
+    sql, params = _end_sql(lease.run_id, lease.token, end, now)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def claim_attempt_ctes(
@@ -82,10 +112,7 @@ def claim_attempt_ctes(
     """PostgreSQL: the claim's attempt rows as two more CTEs over the claim CTE ``source``:
     an attempt still open is taken over, the new one is inserted (both see the table as it
     was before the statement, so the new row is not the one taken over)."""
-    taken, taken_params = update_sql(
-        RunAttempt.objects.filter(run_id=run_id, ended_at__isnull=True),
-        _end_values((End.TAKEN_OVER, TAKEN_OVER), now),
-    )
+    taken, taken_params = _end_sql(run_id, None, (End.TAKEN_OVER, TAKEN_OVER), now)
     attempt = RunAttempt(worker=owner, claimed_at=now)
     columns = {"run_id": "id", "number": "attempt", "lease_token": "lease_token"}
     insert, insert_params = insert_sql(
@@ -104,15 +131,17 @@ def record_claim(run: Run, *, owner: str, now: datetime) -> None:
     """Elsewhere: the same two writes, in the claim's transaction (a first claim has no
     earlier attempt to take over)."""
     if run.attempt > 1:
-        RunAttempt.objects.filter(run_id=run.id, ended_at__isnull=True).update(
-            **_end_values((End.TAKEN_OVER, TAKEN_OVER), now)
+        sql, params = _end_sql(run.id, None, (End.TAKEN_OVER, TAKEN_OVER), now)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    insert_row(
+        RunAttempt(
+            run_id=run.id,
+            number=run.attempt,
+            worker=owner,
+            lease_token=run.lease_token,
+            claimed_at=now,
         )
-    RunAttempt.objects.create(
-        run_id=run.id,
-        number=run.attempt,
-        worker=owner,
-        lease_token=run.lease_token,
-        claimed_at=now,
     )
 
 
