@@ -111,7 +111,15 @@ def _daphne_send(server: Any, transport: _Transport) -> Any:
     server, bound to an open connection's protocol (autobahn's), here over ``transport``."""
     from daphne.ws_protocol import WebSocketFactory
 
-    protocol = WebSocketFactory(server).buildProtocol(None)
+    factory = WebSocketFactory(server)
+    factory.setProtocolOptions(  # as daphne's Server.run, with its default limits
+        autoPingTimeout=20,
+        allowNullOrigin=True,
+        openHandshakeTimeout=5,
+        maxMessagePayloadSize=1_048_576,
+        maxFramePayloadSize=1_048_576,
+    )
+    protocol = factory.buildProtocol(None)
     protocol.transport = transport
     protocol._connectionMade()
     protocol.state = protocol.STATE_OPEN

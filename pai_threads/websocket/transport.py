@@ -16,8 +16,9 @@ Twisted without these transport attributes keeps its own write.
 ``handle_reply`` never suspends (it checks the connection and calls the protocol), so a
 frame can be written from plain synchronous code, which in-process fan-out uses
 (:mod:`pai_threads.realtime.layers`). It also frames the text itself when autobahn would
-write exactly one plain frame (open, no compression, masking, fragmentation, size limit,
-frame or octet logging or queued sync writes): autobahn's own path formats four debug-log
+write exactly one plain frame (open, no compression, masking, fragmentation, frame or octet
+logging or queued sync writes, within the message size limit daphne sets, else autobahn
+raises as usual): autobahn's own path formats four debug-log
 arguments per frame (``hltype``, ``hlval``, through click) whether or not anything logs
 them, ~5 us of daphne's loop per frame per subscriber. The bytes on the wire are the same;
 autobahn's traffic counters (which daphne never reads) do not count these frames.
@@ -129,6 +130,9 @@ def frame_writer(send: Any) -> Callable[[str], None] | None:
             return
         payload = text.encode()
         size = len(payload)
+        if 0 < protocol.maxMessagePayloadSize < size:  # autobahn refuses it its own way
+            protocol.handle_reply({"type": "websocket.send", "text": text})
+            return
         if size <= 125:
             header = bytes((_FIN_TEXT, size))
         elif size <= 0xFFFF:
@@ -172,7 +176,7 @@ def _plain_options(protocol: Any) -> bool:
         and protocol.factory.isServer
         and not protocol.maskServerFrames
         and not protocol.autoFragmentSize
-        and not protocol.maxMessagePayloadSize
+        and isinstance(protocol.maxMessagePayloadSize, int)
         and not protocol.logFrames
         and not protocol.logOctets
         and not protocol.trackedTimings

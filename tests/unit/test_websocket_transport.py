@@ -149,7 +149,16 @@ def _open_daphne_connection() -> tuple[Any, _Recorder, Any]:
 
     server = Server.__new__(Server)
     server.connections = {}
-    protocol = WebSocketFactory(server).buildProtocol(None)
+    factory = WebSocketFactory(server)
+    # daphne's options (Server.run), with its default limits
+    factory.setProtocolOptions(
+        autoPingTimeout=20,
+        allowNullOrigin=True,
+        openHandshakeTimeout=5,
+        maxMessagePayloadSize=1_048_576,
+        maxFramePayloadSize=1_048_576,
+    )
+    protocol = factory.buildProtocol(None)
     recorder = _Recorder()
     protocol.transport = recorder
     protocol._connectionMade()
@@ -159,7 +168,7 @@ def _open_daphne_connection() -> tuple[Any, _Recorder, Any]:
     return server, recorder, protocol
 
 
-@pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 200_000])
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 200_000, 500_000])
 def test_the_frame_writer_writes_autobahn_s_bytes(size: int) -> None:
     """Framed here or by autobahn, a text message is the same bytes on the wire."""
     from pai_threads.websocket.transport import frame_writer
@@ -168,7 +177,9 @@ def test_the_frame_writer_writes_autobahn_s_bytes(size: int) -> None:
     write = frame_writer(functools.partial(server.handle_reply, protocol))
     assert write is not None
     text = ("é" * size)[: max(0, size - size // 3)] + "x" * (size // 3)  # multi-byte UTF-8 too
-    write(text)
+    with pytest.MonkeyPatch.context() as patch:  # framed here, not by autobahn
+        patch.setattr(protocol, "sendMessage", lambda *a, **k: pytest.fail("autobahn framed"))
+        write(text)
     ours = b"".join(recorder.written)
     recorder.written.clear()
     protocol.sendMessage(text.encode())
@@ -177,6 +188,7 @@ def test_the_frame_writer_writes_autobahn_s_bytes(size: int) -> None:
 
 def test_the_frame_writer_leaves_other_frames_to_autobahn() -> None:
     """Compression, a fragment size or a closed connection: autobahn's own path."""
+    from autobahn.exception import PayloadExceededError
     from autobahn.websocket.protocol import Disconnected
 
     from pai_threads.websocket.transport import frame_writer
@@ -184,11 +196,18 @@ def test_the_frame_writer_leaves_other_frames_to_autobahn() -> None:
     server, recorder, protocol = _open_daphne_connection()
     write = frame_writer(functools.partial(server.handle_reply, protocol))
     assert write is not None
-    protocol.autoFragmentSize = 4
-    write("fragmented")
-    assert len(recorder.written) == 3  # three frames of at most 4 bytes
+    with pytest.raises(PayloadExceededError):  # over daphne's limit: autobahn refuses it
+        write("x" * 1_048_577)
+    assert recorder.written == []
     protocol.state = protocol.STATE_CLOSED
     with pytest.raises(Disconnected):
         write("late")
     server.connections[protocol]["disconnected"] = True
     write("gone")  # dropped, as daphne's handle_reply drops it
+    assert recorder.written == []
+    server, recorder, protocol = _open_daphne_connection()
+    protocol.autoFragmentSize = 4  # (options are set before the first frame)
+    write = frame_writer(functools.partial(server.handle_reply, protocol))
+    assert write is not None
+    write("fragmented")
+    assert len(recorder.written) == 3  # three frames of at most 4 bytes
