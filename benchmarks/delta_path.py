@@ -39,7 +39,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["daphne_send", "daphne_server", "main"]
 
 
 def _setup() -> None:
@@ -106,7 +106,7 @@ class _Transport:
         return None
 
 
-def _daphne_send(server: Any, transport: _Transport) -> Any:
+def daphne_send(server: Any, transport: Any) -> Any:
     """The ASGI ``send`` daphne gives a websocket application: ``handle_reply`` of its
     server, bound to an open connection's protocol (autobahn's), here over ``transport``."""
     from daphne.ws_protocol import WebSocketFactory
@@ -129,7 +129,7 @@ def _daphne_send(server: Any, transport: _Transport) -> Any:
     return functools.partial(server.handle_reply, protocol)
 
 
-def _daphne_server() -> Any:
+def daphne_server() -> Any:
     from daphne.server import Server
 
     server = Server.__new__(Server)  # only its connections and handle_reply are used
@@ -250,7 +250,7 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
     inboxes: list[asyncio.Queue[dict[str, Any]]] = []
     tasks = []
     consumers = []
-    server = _daphne_server()
+    server = daphne_server()
     for i in range(args.streams):
         inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         inbox.put_nowait({"type": "websocket.connect"})
@@ -265,7 +265,7 @@ async def _serve(args: argparse.Namespace, profiles: dict[str, cProfile.Profile]
         consumer.connected = asyncio.Event()
         consumers.append(consumer)
         send = (
-            _daphne_send(server, _Transport(clients, i))
+            daphne_send(server, _Transport(clients, i))
             if args.writer == "daphne"
             else clients.sender(i)
         )

@@ -143,29 +143,13 @@ class _Recorder:
 
 
 def _open_daphne_connection() -> tuple[Any, _Recorder, Any]:
-    """Daphne's server and websocket protocol (autobahn's), open, over a recorder."""
-    from daphne.server import Server
-    from daphne.ws_protocol import WebSocketFactory
+    """Daphne's ASGI send, over a recorder, and its websocket protocol (autobahn's),
+    open, with daphne's options."""
+    from benchmarks.delta_path import daphne_send, daphne_server
 
-    server = Server.__new__(Server)
-    server.connections = {}
-    factory = WebSocketFactory(server)
-    # daphne's options (Server.run), with its default limits
-    factory.setProtocolOptions(
-        autoPingTimeout=20,
-        allowNullOrigin=True,
-        openHandshakeTimeout=5,
-        maxMessagePayloadSize=1_048_576,
-        maxFramePayloadSize=1_048_576,
-    )
-    protocol = factory.buildProtocol(None)
     recorder = _Recorder()
-    protocol.transport = recorder
-    protocol._connectionMade()
-    protocol.state = protocol.STATE_OPEN
-    protocol.client_addr = ["127.0.0.1", 0]
-    server.connections[protocol] = {}
-    return server, recorder, protocol
+    send = daphne_send(daphne_server(), recorder)
+    return send, recorder, send.args[0]
 
 
 @pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 200_000, 500_000])
@@ -173,8 +157,8 @@ def test_the_frame_writer_writes_autobahn_s_bytes(size: int) -> None:
     """Framed here or by autobahn, a text message is the same bytes on the wire."""
     from pai_threads.websocket.transport import frame_writer
 
-    server, recorder, protocol = _open_daphne_connection()
-    write = frame_writer(functools.partial(server.handle_reply, protocol))
+    send, recorder, protocol = _open_daphne_connection()
+    write = frame_writer(send)
     assert write is not None
     text = ("é" * size)[: max(0, size - size // 3)] + "x" * (size // 3)  # multi-byte UTF-8 too
     with pytest.MonkeyPatch.context() as patch:  # framed here, not by autobahn
@@ -193,8 +177,8 @@ def test_the_frame_writer_leaves_other_frames_to_autobahn() -> None:
 
     from pai_threads.websocket.transport import frame_writer
 
-    server, recorder, protocol = _open_daphne_connection()
-    write = frame_writer(functools.partial(server.handle_reply, protocol))
+    send, recorder, protocol = _open_daphne_connection()
+    write = frame_writer(send)
     assert write is not None
     with pytest.raises(PayloadExceededError):  # over daphne's limit: autobahn refuses it
         write("x" * 1_048_577)
@@ -202,12 +186,12 @@ def test_the_frame_writer_leaves_other_frames_to_autobahn() -> None:
     protocol.state = protocol.STATE_CLOSED
     with pytest.raises(Disconnected):
         write("late")
-    server.connections[protocol]["disconnected"] = True
+    send.func.__self__.connections[protocol]["disconnected"] = True
     write("gone")  # dropped, as daphne's handle_reply drops it
     assert recorder.written == []
-    server, recorder, protocol = _open_daphne_connection()
+    send, recorder, protocol = _open_daphne_connection()
     protocol.autoFragmentSize = 4  # (options are set before the first frame)
-    write = frame_writer(functools.partial(server.handle_reply, protocol))
+    write = frame_writer(send)
     assert write is not None
     write("fragmented")
     assert len(recorder.written) == 3  # three frames of at most 4 bytes
