@@ -42,7 +42,7 @@ from channels_redis.core import RedisChannelLayer as ChannelsRedisChannelLayer
 from channels_redis.serializers import MsgPackSerializer
 from channels_redis.utils import decode_hosts
 
-from pai_threads.realtime.redis_receive import ProcessReceiver
+from pai_threads.realtime.redis_receive import ProcessReceiver, Receiver
 
 __all__ = ["FAN_OUT_LUA", "SOCKET_TIMEOUT_MARGIN", "RedisChannelLayer", "registered_script"]
 
@@ -134,12 +134,23 @@ class RedisChannelLayer(ChannelsRedisChannelLayer):
             message: dict[str, Any] = await super().receive(channel)
             return message
         assert self.require_valid_channel_name(channel)
+        return await self._process_receiver(channel).receive(channel)
+
+    def attach(self, channel: str, receiver: Receiver) -> None:
+        """Offer ``pai.events`` batches for this process's ``channel`` to ``receiver``
+        first (see :mod:`pai_threads.realtime.redis_receive`)."""
+        self._process_receiver(channel).attach(channel, receiver)
+
+    def detach(self, channel: str) -> None:
+        self._process_receiver(channel).detach(channel)
+
+    def _process_receiver(self, channel: str) -> ProcessReceiver:
         real_channel = self.non_local_name(channel)
         assert real_channel.endswith(self.client_prefix + "!"), "Wrong client prefix"
         receiver = self.process_receivers.get(real_channel)
         if receiver is None:
             receiver = self.process_receivers[real_channel] = ProcessReceiver(self, real_channel)
-        return await receiver.receive(channel)
+        return receiver
 
     def fan_out_args(self, group: str, message: dict[str, Any]) -> tuple[bytes, bytes, list[Any]]:
         """What :data:`FAN_OUT_LUA` needs to send ``message`` to ``group`` as

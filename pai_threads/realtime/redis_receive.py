@@ -13,6 +13,14 @@ waits: one ``BZMPOP ... MIN COUNT <n>`` pops every queued message at once, oldes
 waiting for it, or to its channel's inbox (bounded like channels-redis' receive buffer,
 the oldest dropped) when its consumer is busy. A ``receive`` is then one future.
 
+A consumer may :meth:`~ProcessReceiver.attach` a receiver to its channel (as with the
+in-memory layer, :mod:`pai_threads.realtime.layers`): a ``pai.events`` batch for a channel
+with nothing waiting in its inbox and no message handed over but not yet taken is offered
+to it first, and it may take the batch right there (the websocket consumer writes the
+frames when it has nothing else in flight) instead of a future, a task wake-up and the
+consumer's dispatch. A batch it declines goes the usual way, so a channel's messages stay
+in order.
+
 Delivery guarantees are at least channels-redis': a message is lost only when the popping
 read's reply is lost (the connection died, or the loop was torn down at shutdown), as in
 channels-redis' own ``BZPOPMIN``; from the reply to the hand-off nothing awaits, so its
@@ -28,11 +36,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from redis.exceptions import ResponseError
 
-__all__ = ["RECEIVE_BATCH", "ProcessReceiver"]
+__all__ = ["RECEIVE_BATCH", "ProcessReceiver", "Receiver"]
+
+# A channel's receiver of shared batches: True when it took the message.
+Receiver = Callable[[dict[str, Any]], bool]
+
+# The message type of realtime fan-out (``pai_threads.realtime.notify.MESSAGE_TYPE``).
+_SHARED_TYPE = "pai.events"
 
 # The most messages one pop takes (a process's consumers share the key's capacity).
 RECEIVE_BATCH = 500
@@ -48,9 +63,21 @@ class ProcessReceiver:
         self.index = layer.consistent_hash(real_channel)
         self.waiters: dict[str, deque[asyncio.Future[dict[str, Any]]]] = {}
         self.inboxes: dict[str, deque[dict[str, Any]]] = {}
+        self.receivers: dict[str, Receiver] = {}
+        # Channels whose waiter got a message its receive has not returned yet: nothing
+        # may overtake it.
+        self.handed: set[str] = set()
         self.task: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.bzmpop = True  # Redis >= 7.0; False after "unknown command"
+
+    def attach(self, channel: str, receiver: Receiver) -> None:
+        """Offer ``pai.events`` batches for ``channel`` to ``receiver`` before its waiters
+        and inbox (it runs in the read loop, on the consumers' loop)."""
+        self.receivers[channel] = receiver
+
+    def detach(self, channel: str) -> None:
+        self.receivers.pop(channel, None)
 
     async def receive(self, channel: str) -> dict[str, Any]:
         inbox = self.inboxes.get(channel)
@@ -78,6 +105,8 @@ class ProcessReceiver:
                 # Handed over as the receive was cancelled: the channel's next receive gets it.
                 self._inbox(channel).appendleft(waiter.result())
             raise
+        finally:
+            self.handed.discard(channel)
 
     def _forget(self, channel: str, waiter: asyncio.Future[dict[str, Any]]) -> None:
         waiters = self.waiters.get(channel)
@@ -131,6 +160,15 @@ class ProcessReceiver:
                 self._deliver(channel, message)
 
     def _deliver(self, channel: str, message: dict[str, Any]) -> None:
+        receiver = self.receivers.get(channel)
+        if (
+            receiver is not None
+            and message.get("type") == _SHARED_TYPE
+            and channel not in self.handed
+            and not self.inboxes.get(channel)
+            and receiver(message)
+        ):
+            return
         waiters = self.waiters.get(channel)
         while waiters:
             waiter = waiters.popleft()
@@ -143,6 +181,7 @@ class ProcessReceiver:
                 inbox.append(message)
                 message = inbox.popleft()
             waiter.set_result(message)
+            self.handed.add(channel)
             return
         self._inbox(channel).append(message)
 

@@ -32,7 +32,6 @@ from pai_threads.errors import NotFound
 from pai_threads.identity import Identity
 from pai_threads.realtime.buffers import get_buffer
 from pai_threads.realtime.conf import realtime_setting
-from pai_threads.realtime.layers import InMemoryChannelLayer
 from pai_threads.realtime.link import LayerLink, Outage, retry_transport
 from pai_threads.realtime.notify import MESSAGE_TYPE, group_name, register_subscriber_loop
 from pai_threads.realtime.sync import Cursor, FoldGuard, Resync, open_frames
@@ -94,7 +93,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     # Set once the server refused a send: the client is gone, its disconnect not yet seen.
     gone: bool = False
     # Daphne's synchronous text-frame write (None on another server), and the same when
-    # live batches may be written in the in-process fan-out.
+    # live batches may be written where the channel layer receives them (PAI's layers).
     _write_text: Callable[[str], None] | None = None
     _write_now: Callable[[str], None] | None = None
 
@@ -112,13 +111,14 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self._turn = asyncio.Lock()  # one handler at a time (see _serve)
         self._lock = asyncio.Lock()  # one writer: live delivery, commands and the watchdog
         sources: list[Callable[[], Awaitable[Any]]] = [receive]
-        local = isinstance(self.channel_layer, InMemoryChannelLayer)
+        # PAI's layers (in-memory, Redis) offer live batches to an attached receiver.
+        attachable = callable(getattr(self.channel_layer, "attach", None))
         if self.channel_layer is not None:
             self.channel_name = await self.channel_layer.new_channel()
             self.thread_id = scope["url_route"]["kwargs"]["thread_id"]
             self.link = LayerLink(self.channel_layer, self.channel_name, group_name(self.thread_id))
             sources.append(self.link.receive)
-            self._write_now = self._write_text if local else None
+            self._write_now = self._write_text if attachable else None
             if self._write_now is not None:
                 self.channel_layer.attach(self.channel_name, self._take_live)
         try:
@@ -307,7 +307,8 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await super().dispatch(message)
 
     def _take_live(self, message: dict[str, Any]) -> bool:
-        """The in-process fan-out offers a live batch (nothing of this channel is queued):
+        """The channel layer offers a live batch (nothing of this channel is queued): in
+        process in the fan-out, with Redis in the process's read loop. It is
         written right here when it is the cursor's next numbers and this consumer has
         nothing in flight (no handler running, no writer, no received message waiting
         for its turn), else declined and queued for :meth:`pai_events`, in order. Saves

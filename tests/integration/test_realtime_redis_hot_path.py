@@ -302,3 +302,48 @@ async def test_a_failing_read_fails_the_waiting_receives(redis_url: str) -> None
     with pytest.raises(Exception) as raised:
         await asyncio.wait_for(dead.receive(channel), 5)
     assert "Error" in type(raised.value).__name__
+
+
+async def test_an_attached_receiver_takes_batches_without_overtaking(
+    layer: RedisChannelLayer,
+) -> None:
+    """A consumer's attached receiver gets a ``pai.events`` batch in the read loop when
+    nothing of its channel waits; a batch that came after one handed to a waiting receive
+    (not yet resumed), or behind a queued one, goes the usual way, in order; a declined
+    batch, and any other message type, is received as before."""
+    channel = await layer.new_channel()
+    offered: list[int] = []
+    answers: list[bool] = []
+
+    def take(message: dict[str, Any]) -> bool:
+        offered.append(message["events"][0]["seq"])
+        return answers.pop(0)
+
+    def batch(seq: int) -> bytes:
+        events = [{"type": "x", "seq": seq}]
+        message = {"type": MESSAGE_TYPE, "events": events, "__asgi_channel__": channel}
+        return layer.serialize(message)
+
+    layer.attach(channel, take)
+    receiver = layer.process_receivers[layer.non_local_name(channel)]
+    answers += [True]
+    receiver.hand_out([batch(1)])  # nothing waits: taken in the read loop
+    assert offered == [1]
+    waiting = asyncio.ensure_future(layer.receive(channel))
+    await asyncio.sleep(0)
+    answers += [False]
+    receiver.hand_out([batch(2)])  # declined: to the waiting receive
+    receiver.hand_out([batch(3)])  # 2 handed over, not taken yet: not offered, queued
+    other = layer.serialize({"type": "other.kind", "__asgi_channel__": channel})
+    receiver.hand_out([other])  # never offered
+    assert offered == [1, 2]
+    assert (await waiting)["events"][0]["seq"] == 2
+    assert (await layer.receive(channel))["events"][0]["seq"] == 3
+    assert (await layer.receive(channel))["type"] == "other.kind"
+    answers += [True]
+    receiver.hand_out([batch(4)])  # all taken: offered again
+    assert offered == [1, 2, 4]
+    layer.detach(channel)
+    receiver.hand_out([batch(5)])
+    assert offered == [1, 2, 4]
+    assert (await layer.receive(channel))["events"][0]["seq"] == 5
