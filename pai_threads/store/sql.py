@@ -38,7 +38,6 @@ __all__ = [
     "claim_update_sql",
     "column_of",
     "compiled_insert_sql",
-    "context_rows",
     "convert",
     "fence",
     "fenced_update_sql",
@@ -189,7 +188,6 @@ def model_fields(model: type[Model], names: Iterable[str]) -> tuple[Field[Any, A
 
 # The fields of the prebuilt statements below, looked up once.
 _PARTS_FIELDS = model_fields(Message, ("parts", "updated_at"))
-_CONTEXT_FIELDS = model_fields(Message, ("message_id", "role", "parts"))
 _CLAIM_TIME_FIELDS = model_fields(Run, ("lease_expires_at",))
 
 
@@ -279,42 +277,6 @@ def parts_update_sql(
         for f, v in zip(_PARTS_FIELDS, (parts, now), strict=True)
     ]
     return _parts_update(conn.vendor), [*params, message_id, run_id]
-
-
-@cache
-def _context_select(vendor: str, windowed: bool) -> str:
-    table = qn(Message._meta.db_table)
-    names = ", ".join(f"{table}.{qn(str(f.column))}" for f in _CONTEXT_FIELDS)
-    thread, position = f"{table}.{qn('thread_id')}", f"{table}.{qn('id')}"
-    direction = "DESC" if windowed else "ASC"
-    if vendor == "postgresql":
-        # The thread as a range, ordered by (thread, id): planned on the thread's index
-        # however old the thread is (models.conditions.in_thread_order says why).
-        where, order = f"{thread} >= %s AND {thread} <= %s", f"{thread} {direction}, "
-    else:
-        where, order = f"{thread} = %s", ""
-    sql = (
-        f"SELECT {names} FROM {table} WHERE ({table}.{qn('in_context')} "  # noqa: S608
-        f"AND {table}.{qn('status')} = %s AND {where}) "
-        f"ORDER BY {order}{position} {direction}"
-    )
-    return sql + " LIMIT %s" if windowed else sql
-
-
-def context_rows(thread_id: str, window: int | None) -> list[ReturnedRow]:
-    """A thread's context-visible committed messages (message_id, role, parts), oldest
-    first: the newest ``window`` of them, or all with None."""
-    params: list[Any] = [Message.Status.COMMITTED.value, thread_id]
-    if connection.vendor == "postgresql":
-        params.append(thread_id)  # the range's upper bound
-    if window:
-        params.append(window)
-    with connection.cursor() as cursor:
-        cursor.execute(_context_select(connection.vendor, bool(window)), params)
-        raw = cursor.fetchall()
-    if window:
-        raw.reverse()
-    return [convert(_CONTEXT_FIELDS, values) for values in raw]
 
 
 def returning_sql(fields: Sequence[Field[Any, Any]], table: str) -> str:

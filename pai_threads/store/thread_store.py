@@ -42,6 +42,7 @@ from pai_threads.models import Message, PendingAction, QueueItem, Step
 from pai_threads.store.admission import lock_thread
 from pai_threads.store.checkpoints import checkpoint_open_parts
 from pai_threads.store.claims import claimed_run, lease_of
+from pai_threads.store.context_reads import context_rows
 from pai_threads.store.db import run_db as _db
 from pai_threads.store.fenced_writes import (
     Fenced,
@@ -61,7 +62,6 @@ from pai_threads.store.fenced_writes import (
 from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetadata
 from pai_threads.store.run_facts import RunFacts
 from pai_threads.store.sql import (
-    context_rows,
     fence,
     fenced_update_sql,
     held_runs,

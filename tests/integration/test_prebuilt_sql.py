@@ -20,11 +20,11 @@ from pai_agents.engine.store import Lease
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step, Thread
+from pai_threads.store.context_reads import context_rows
 from pai_threads.store.rows import active_run, scoped_thread
 from pai_threads.store.sql import (
     claim_update_sql,
     compiled_insert_sql,
-    context_rows,
     fenced_update_sql,
     held_exists_sql,
     held_runs,

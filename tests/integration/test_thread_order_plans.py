@@ -24,8 +24,8 @@ from pai_agents.lifecycle.backend import PageQuery, ThreadScope
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Thread
 from pai_threads.services import list_messages
+from pai_threads.store.context_reads import context_rows
 from pai_threads.store.lifecycle_backend import ORMLifecycleBackend
-from pai_threads.store.sql import context_rows
 from tests.support.plans import sent_statements
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
