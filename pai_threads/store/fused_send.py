@@ -21,7 +21,7 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connection
 from django.utils import timezone
 
 from pai_threads.models import Message, Run, Thread
@@ -94,6 +94,12 @@ def start_run_fused(thread: Thread, run: Run, message: Message, *, client_id: bo
             touched, message_key = cursor.fetchone()
     except IntegrityError:
         return FusedSend.FALLBACK  # a concurrent send's run (or message id) came first
+    except DatabaseError:
+        # As a failed transaction's rollback does: a connection the error left unusable (the
+        # server went away) is dropped, so the caller's next query connects anew.
+        if not connection.is_usable():
+            connection.close()
+        raise
     if not touched:
         return FusedSend.GONE
     if message_key is None:

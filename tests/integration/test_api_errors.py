@@ -176,7 +176,8 @@ def test_an_unexpected_error_is_a_generic_500_logged_even_in_debug(
 
 @contextmanager
 def database_outage_at_insert(table: str) -> Iterator[None]:
-    """A real OperationalError from the database when the send writes to ``table``.
+    """A real OperationalError from the database when the send writes to ``table`` (with
+    the row's own INSERT, or in the one statement of a send to an idle thread).
 
     PostgreSQL: the statement is replaced by this very backend's termination
     (``pg_terminate_backend``), so the server drops the connection mid-transaction.
@@ -185,7 +186,8 @@ def database_outage_at_insert(table: str) -> Iterator[None]:
     if connection.vendor == "postgresql":
 
         def terminate(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-            if sql.startswith(f'INSERT INTO "{table}"'):
+            # The insert itself, or a statement that inserts in a CTE (the fused send).
+            if f'INSERT INTO "{table}"' in sql:
                 return execute("SELECT pg_terminate_backend(pg_backend_pid())", (), False, context)
             return execute(sql, params, many, context)
 
