@@ -14,12 +14,13 @@ the models' own choice constants, never user input.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BooleanField, Expression, F, Model, QuerySet
+from django.db.models import F, Model, QuerySet
+from django.db.models.lookups import Lookup
 from django.db.models.sql.compiler import SQLCompiler
 
 __all__ = ["LiteralIn", "in_thread_order"]
@@ -29,30 +30,27 @@ M = TypeVar("M", bound=Model)
 _CONSTANT = re.compile(r"[a-z_]+")
 
 
-class LiteralIn(Expression):
+class LiteralIn(Lookup):
     """``field IN ('a', 'b')`` with the values inlined; usable in ``filter()`` and in an
-    index's ``condition`` alike (same SQL text as ``Q(field__in=...)`` compiles to)."""
+    index's ``condition`` alike (same SQL text as ``Q(field__in=...)`` compiles to).
 
-    conditional = True
-    output_field = BooleanField()
+    A lookup, so that ``filter()`` puts it in the WHERE clause as it is on every Django
+    version: Django 6 compares any other conditional expression with ``= True`` on a
+    database without a native boolean type (SQLite), and SQLite's partial-index matching
+    then no longer sees the index's own condition."""
+
+    lookup_name = "literal_in"  # never registered: built directly, as LiteralIn(...)
 
     def __init__(self, field: str, values: Iterable[str]) -> None:
-        super().__init__()
         self.values = tuple(str(value) for value in values)
         if not self.values or not all(_CONSTANT.fullmatch(value) for value in self.values):
             raise ValueError(f"LiteralIn takes choice constants only, not {self.values!r}")
-        self.column: Any = F(field)
-
-    def get_source_expressions(self) -> list[Any]:
-        return [self.column]
-
-    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
-        [self.column] = exprs
+        super().__init__(F(field), self.values)
 
     def as_sql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
     ) -> tuple[str, tuple[Any, ...]]:
-        column, params = compiler.compile(self.column)
+        column, params = compiler.compile(self.lhs)
         if len(self.values) == 1:
             return f"{column} = '{self.values[0]}'", tuple(params)
         listed = ", ".join(f"'{value}'" for value in self.values)
