@@ -120,7 +120,9 @@ def test_ad_031_every_new_run_and_thread_starts_with_parsed_defaults(
     assert queued.queue_item is not None
     Run.objects.filter(pk=sent.run.pk).update(status=Run.Status.COMPLETED)
     admitted = admit_next(thread.id)
-    assert admitted is not None and _bags(admitted) == DEFAULT_RUN
+    # As inserted (admit_next dispatches it: a refresh could race its prepare_run's writes).
+    assert admitted is not None
+    assert (admitted.private_metadata, admitted.metadata) == DEFAULT_RUN
     assert QueueItem.objects.get(pk=queued.queue_item.pk).status == QueueItem.Status.ADMITTED
     Run.objects.filter(pk=admitted.pk).update(status=Run.Status.COMPLETED)
     Message.objects.create(
