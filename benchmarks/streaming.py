@@ -13,11 +13,12 @@
 authenticated like a browser (the session cookie of ``GET /api/pai/session``; the threads
 are created for that session's identity directly in the database). Each client waits for
 ``synced``, sends ``{"type": "send", "text": ...}`` asking :class:`benchmarks.agents.
-StampedModel` for paced deltas, and for every ``text-delta`` frame records
-``received - yielded`` (delivery, the issue's definition) and ``received - due`` (from the
-moment the delta was due, i.e. including any lag of the worker's loop before the model got
-to yield it). Both stamps travel in the delta text; CLOCK_REALTIME is shared by processes on
-one machine.
+StampedModel` for paced deltas, and for every delta records ``received - yielded``
+(delivery, the issue's definition) and ``received - due`` (from the moment the delta was
+due, i.e. including any lag of the worker's loop before the model got to yield it), at its
+first arrival: a client resynced from a snapshot gets the open message replayed from chunk
+index 0 and keeps each delta once (:class:`_Stream`; the replayed frames are counted apart).
+Both stamps travel in the delta text; CLOCK_REALTIME is shared by processes on one machine.
 
 Server resources come from ``/proc/<pid>``: CPU seconds (utime + stime) over the level, RSS
 sampled every 0.2 s while it streams, and the process's ``VmHWM``.
@@ -29,6 +30,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -170,11 +172,28 @@ class Level:
     stagger_s: float = 0.0  # stream i starts at start + i / streams * stagger_s
 
 
+# A chunk frame's ``index`` (the server's JSON: ``"index": 12``; a quote inside a string
+# value is escaped, so only the frame's own key matches).
+_INDEX = re.compile(r'"index":\s*(\d+)')
+
+
 @dataclass
 class _Stream:
+    """One client's view of its stream, kept as a real client keeps it.
+
+    The protocol sends each live event once, but after a resync (a ``snapshot`` the
+    consumer sends when it cannot fill a gap from the replay buffer, or after a
+    channel-layer or buffer outage) it replays the active generation from chunk index 0:
+    a client resets that message and folds the chunks again (docs/realtime.md), so a
+    delta it already had arrives twice. A delta counts once, identified by its *due* stamp
+    (unique per delta of a stream), and its latency is that of its first arrival. After a
+    resync the client also has the deltas of the stored messages the snapshot (or a
+    ``generation.finished``) carries: the consumer withholds the chunks of a generation
+    the snapshot already holds as a stored message."""
+
     thread_id: str
     start_ns: int = 0
-    delivery: list[int] = field(default_factory=list)  # received - yielded, ns
+    delivery: list[int] = field(default_factory=list)  # received - yielded, ns (first arrival)
     from_due: list[int] = field(default_factory=list)  # received - due, ns
     lag: list[int] = field(default_factory=list)  # yielded - due, ns
     first_due: int = 0
@@ -184,6 +203,95 @@ class _Stream:
     resets: int = 0  # reset-step frames: a step streamed again (model retry, recovery)
     status: str = ""
     error: str = ""
+    run_id: str = ""
+    seen: set[int] = field(default_factory=set)  # due stamps of the deltas the client has
+    frames: int = 0  # text-delta frames received, replays included
+    replayed: int = 0  # of those, marked ``replay`` (after a snapshot)
+    repeated: int = 0  # of those, for a delta the client already had
+    from_messages: int = 0  # deltas first had from a stored message after a resync
+    resyncs: int = 0  # snapshot frames after the one of the connect
+    disorder: int = 0  # chunks out of index order since the last resync
+    next_index: int | None = None  # the chunk index the open message folds next
+
+    def take(self, raw: str, now: int) -> bool:
+        """Fold one frame received at ``now``; True when the stream is over (its run ended,
+        or an error frame)."""
+        if '"generation.message.chunk"' in raw:
+            self._chunk(raw)
+            if '"text-delta"' in raw:
+                self._delta(raw, now)
+            elif '"reset-step"' in raw:
+                self.resets += 1
+            return False
+        if '"generation.started"' in raw:
+            self.next_index = 0  # live or replayed: the message starts (again) empty
+            return False
+        if '"generation.finished"' in raw:
+            if self.resyncs:
+                self._from_message(raw)
+            return False
+        if '"snapshot"' in raw or '"run.status"' in raw or '"error"' in raw or '"ack"' in raw:
+            return self._control(json.loads(raw), raw, now)
+        return False
+
+    def _chunk(self, raw: str) -> None:
+        match = _INDEX.search(raw)
+        index = int(match.group(1)) if match else -1
+        if index != self.next_index:
+            self.disorder += 1
+        self.next_index = index + 1
+
+    def _delta(self, raw: str, now: int) -> None:
+        self.frames += 1
+        if '"replay": true' in raw:
+            self.replayed += 1
+        match = STAMP.search(raw)
+        if match is None:
+            return
+        due, yielded = int(match.group(1)), int(match.group(2))
+        if due in self.seen:
+            self.repeated += 1
+            return
+        self.seen.add(due)
+        self.delivery.append(now - yielded)
+        self.from_due.append(now - due)
+        self.lag.append(yielded - due)
+        if not self.first_rx:
+            self.first_rx, self.first_due = now, due
+        self.last_rx = now
+
+    def _from_message(self, raw: str) -> None:
+        """The deltas of stored messages in ``raw`` the client did not have yet."""
+        for due_text, _yielded in STAMP.findall(raw):
+            due = int(due_text)
+            if due not in self.seen:
+                self.seen.add(due)
+                self.from_messages += 1
+
+    def _control(self, frame: dict[str, Any], raw: str, now: int) -> bool:
+        kind = frame.get("type")
+        if kind == "ack":
+            self.acked_ns = now
+            self.run_id = str((frame.get("run") or {}).get("id") or "")
+        elif kind == "error":
+            self.error = f"{frame.get('code')}: {frame.get('message')}"
+            return True
+        elif kind == "run.status" and frame.get("status") in TERMINAL:
+            self.status = str(frame["status"])
+            return True
+        elif kind == "snapshot":
+            # The client's state is the snapshot's now: the open message is rebuilt by the
+            # replay that follows (or arrives whole with its generation.finished).
+            self.resyncs += 1
+            self.disorder = 0
+            self.next_index = None
+            self._from_message(raw)
+            runs = (frame.get("state") or {}).get("runs") or []
+            ours = [r for r in runs if r.get("id") == self.run_id] or runs[-1:]
+            if ours and ours[0].get("status") in TERMINAL:
+                self.status = str(ours[0]["status"])  # ended while the client resynced
+                return True
+        return False
 
 
 def _new_threads(scope_key: str, count: int) -> list[str]:
@@ -242,32 +350,9 @@ async def _client(
             )
             await ws.send(json.dumps({"type": "send", "text": text}))
             async for raw in ws:
-                now = time.time_ns()
                 assert isinstance(raw, str)
-                if '"text-delta"' in raw:
-                    match = STAMP.search(raw)
-                    if match is None:
-                        continue
-                    due, yielded = int(match.group(1)), int(match.group(2))
-                    stream.delivery.append(now - yielded)
-                    stream.from_due.append(now - due)
-                    stream.lag.append(yielded - due)
-                    if not stream.first_rx:
-                        stream.first_rx, stream.first_due = now, due
-                    stream.last_rx = now
-                elif '"reset-step"' in raw:
-                    stream.resets += 1
-                elif '"run.status"' in raw or '"error"' in raw or '"ack"' in raw:
-                    frame = json.loads(raw)
-                    kind = frame.get("type")
-                    if kind == "ack":
-                        stream.acked_ns = now
-                    elif kind == "error":
-                        stream.error = f"{frame.get('code')}: {frame.get('message')}"
-                        return
-                    elif kind == "run.status" and frame.get("status") in TERMINAL:
-                        stream.status = str(frame["status"])
-                        return
+                if stream.take(raw, time.time_ns()):
+                    return
     except Exception as exc:  # a refused or dropped connection fails the level, not the run
         stream.error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -380,8 +465,16 @@ async def _run_clients(
         "every_ms": level.every_ms,
         "stagger_s": level.stagger_s,
         "completed": completed,
-        "deltas_received": len(delivery),
+        # Distinct deltas the clients have (as a client keeps them: a replayed delta once).
+        "deltas_received": sum(len(s.seen) for s in streams),
         "deltas_expected": level.streams * level.deltas,
+        "delta_frames": sum(s.frames for s in streams),
+        "replayed_frames": sum(s.replayed for s in streams),
+        "repeated_frames": sum(s.repeated for s in streams),
+        "deltas_from_messages": sum(s.from_messages for s in streams),
+        "resyncs": sum(s.resyncs for s in streams),
+        "resynced_streams": sum(1 for s in streams if s.resyncs),
+        "out_of_order": sum(s.disorder for s in streams),
         "step_resets": sum(s.resets for s in streams),
         "errors": errors[:5],
         "delivery_ms": latency_ms(delivery),
@@ -402,7 +495,11 @@ async def _run_clients(
         "rss_mb_per_run": max(0.0, peaks.get(executor, 0) - rss0[executor]) / 1024 / level.streams,
     }
     out["thread_ids"] = [s.thread_id for s in streams]
-    out["all_delivered"] = completed == level.streams and len(delivery) == out["deltas_expected"]
+    # Every delta arrived at least once, and each stream's chunks in order since its last
+    # resync (a snapshot's replay refolds the open message from index 0).
+    out["all_delivered"] = completed == level.streams and all(
+        len(s.seen) == level.deltas and not s.disorder for s in streams
+    )
     if profile:
         out["profile"] = profile
     return out
