@@ -26,7 +26,6 @@ from django.utils import timezone
 from pai_threads.conf import pai_settings
 from pai_threads.executors import get_executor
 from pai_threads.models import Run
-from pai_threads.models.conditions import LiteralIn
 from pai_threads.store.attempts import record_lost_leases
 from pai_threads.store.sql import lease_expired
 
@@ -39,10 +38,9 @@ def find_stalled_runs(limit: int = 500) -> list[str]:
     now = timezone.now()
     queued_before = now - timedelta(seconds=pai_settings.REDISPATCH_QUEUED_AFTER_SECONDS)
     stalled = lease_expired(now) | Q(status=Run.Status.QUEUED, created_at__lt=queued_before)
-    # The partial index's own condition, literally: SQLite then reads pai_run_status_lease
-    # instead of every run (pai_threads.models.conditions).
-    streaming = LiteralIn("status", [Run.Status.QUEUED, Run.Status.RUNNING])
-    runs = Run.objects.filter(streaming, stalled).order_by("created_at")
+    # Active runs only, by the condition of pai_one_active_run_per_thread: both planners
+    # then read that index (the few live runs) instead of every run.
+    runs = Run.objects.active().filter(stalled).order_by("created_at")
     return list(runs.values_list("id", flat=True)[:limit])
 
 

@@ -4,6 +4,14 @@ Every row carries ``scope_key``, the partition derived from the trusted identity
 query filters by it, so another partition's thread is indistinguishable from a missing one.
 Message rows are a thin envelope around a complete AI SDK UIMessage (``parts`` + public
 ``metadata``); visibility, private metadata and ordering live in envelope columns.
+
+Rows a run writes (its messages, steps and attempts) refer to it, and a step to its message,
+without a database constraint. Every statement that writes one also holds its parent: the
+send inserts the run in the same statement, a step write or claim updates the run's row in
+it (the fence), a step's message is inserted beside it; imports check their references
+first (``operations.portability``), and deletion cascades in Django (``on_delete``). The
+constraint's check would add a row lock, written to the WAL, on a row the statement holds
+already (216 B of W2's 5.5 KB per run, docs/benchmarks.md). A thread's rows keep theirs.
 """
 
 from __future__ import annotations
@@ -12,11 +20,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import ExpressionWrapper, Q
 
 from pai_agents.ids import new_id
 from pai_threads.models.attempts import RunAttempt
-from pai_threads.models.conditions import LiteralIn
 from pai_threads.models.rewrite_delivery import RewriteDelivery
 
 __all__ = [
@@ -108,8 +115,9 @@ class Thread(models.Model):
 
 class RunQuerySet(models.QuerySet["Run"]):
     def active(self) -> RunQuerySet:
-        # Literal values: SQLite then finds the run by pai_one_active_run_per_thread.
-        return self.filter(LiteralIn("status", Run.ACTIVE))
+        # The partial index's own condition: both planners find the run by
+        # pai_one_active_run_per_thread.
+        return self.filter(active=True)
 
 
 class Run(models.Model):
@@ -173,16 +181,27 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Whether the run still holds its thread (queued, running, waiting): computed by the
+    # database from ``status``. The partial indexes name this column instead of ``status``,
+    # so a claim (queued -> running) changes no indexed column and PostgreSQL writes it as
+    # a heap-only (HOT) update: no new entry in any of the run's indexes (migration 0018).
+    active = models.GeneratedField(
+        expression=ExpressionWrapper(
+            Q(status__in=["queued", "running", "waiting"]), output_field=models.BooleanField()
+        ),
+        output_field=models.BooleanField(),
+        db_persist=True,
+    )
 
     objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at"]
         constraints = [
+            # Also how the sweeper and the recovery find runs still queued or running: an
+            # index of their own would cost WAL per run row version (migration 0018).
             models.UniqueConstraint(
-                fields=["thread"],
-                condition=Q(status__in=["queued", "running", "waiting"]),
-                name="pai_one_active_run_per_thread",
+                fields=["thread"], condition=Q(active=True), name="pai_one_active_run_per_thread"
             ),
             # One child run per sub-agent call, however often the parent's episode runs.
             models.UniqueConstraint(
@@ -207,13 +226,6 @@ class Run(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "created_at"], name="pai_run_thread_created"),
-            # What the sweeper and the recovery look for: runs still queued or running. An
-            # ended run's row version adds no entry here (less WAL per run, migration 0014).
-            models.Index(
-                fields=["status", "lease_expires_at"],
-                condition=Q(status__in=["queued", "running"]),
-                name="pai_run_status_lease",
-            ),
         ]
 
     def __str__(self) -> str:
@@ -254,6 +266,7 @@ class Message(models.Model):
     scope_key = models.CharField(max_length=200)
     # Indexed by pai_one_message_per_step (run, step_index), which leads with it (migration
     # 0014; no varchar_pattern_ops twin: run ids are never LIKE-matched).
+    # No database constraint: rows a run writes (module docstring, migration 0018).
     run = models.ForeignKey(
         Run,
         on_delete=models.CASCADE,
@@ -261,6 +274,7 @@ class Message(models.Model):
         blank=True,
         related_name="messages",
         db_index=False,
+        db_constraint=False,
     )
     role = models.CharField(max_length=16)
     parts = models.JSONField(default=list)
@@ -336,10 +350,18 @@ class Message(models.Model):
 
 class Step(models.Model):
     # Indexed by the unique (run, index) constraint, which leads with it.
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps", db_index=False)
+    # No database constraints: rows a run writes (module docstring, migration 0018).
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="steps", db_index=False, db_constraint=False
+    )
     index = models.PositiveIntegerField()
     message = models.ForeignKey(
-        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        Message,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_constraint=False,
     )
     request = models.JSONField(default=dict)
     usage = models.JSONField(default=dict)

@@ -23,8 +23,13 @@ class RunAttempt(models.Model):
         LEASE_LOST = "lease_lost"
         TAKEN_OVER = "taken_over"
 
+    # No database constraint: rows a run writes (pai_threads.models' docstring, 0018).
     run = models.ForeignKey(
-        "pai_threads.Run", on_delete=models.CASCADE, related_name="attempts", db_index=False
+        "pai_threads.Run",
+        on_delete=models.CASCADE,
+        related_name="attempts",
+        db_index=False,
+        db_constraint=False,
     )
     number = models.PositiveIntegerField()
     worker = models.CharField(max_length=200)

@@ -1,60 +1,15 @@
-"""Conditions written so that the planners use the indexes the queries were built for.
-
-``LiteralIn``: conditions written with literal values, so SQLite can use a partial index.
-
-SQLite uses a partial index only when the query's WHERE clause implies the index's
-condition term for term. It compares a bound parameter with its value for ``status = ?``,
-but not inside an IN list: ``status IN (?, ?, ?)`` does not match ``WHERE status IN
-('queued', 'running', 'waiting')``, so the planner falls back to another index and scans
-(measured: the active-run lookup of a send read all 5,000 runs of a 10,000-message thread,
-1.9 ms instead of 0.06 ms). PostgreSQL plans with the values either way. The values are
-the models' own choice constants, never user input.
-"""
+"""Conditions written so that the planners use the indexes the queries were built for."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.db import connection
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F, Model, QuerySet
-from django.db.models.lookups import Lookup
-from django.db.models.sql.compiler import SQLCompiler
+from django.db.models import Model, QuerySet
 
-__all__ = ["LiteralIn", "in_thread_order"]
+__all__ = ["in_thread_order"]
 
 M = TypeVar("M", bound=Model)
-
-_CONSTANT = re.compile(r"[a-z_]+")
-
-
-class LiteralIn(Lookup):
-    """``field IN ('a', 'b')`` with the values inlined; usable in ``filter()`` and in an
-    index's ``condition`` alike (same SQL text as ``Q(field__in=...)`` compiles to).
-
-    A lookup, so that ``filter()`` puts it in the WHERE clause as it is on every Django
-    version: Django 6 compares any other conditional expression with ``= True`` on a
-    database without a native boolean type (SQLite), and SQLite's partial-index matching
-    then no longer sees the index's own condition."""
-
-    lookup_name = "literal_in"  # never registered: built directly, as LiteralIn(...)
-
-    def __init__(self, field: str, values: Iterable[str]) -> None:
-        self.values = tuple(str(value) for value in values)
-        if not self.values or not all(_CONSTANT.fullmatch(value) for value in self.values):
-            raise ValueError(f"LiteralIn takes choice constants only, not {self.values!r}")
-        super().__init__(F(field), self.values)
-
-    def as_sql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
-    ) -> tuple[str, tuple[Any, ...]]:
-        column, params = compiler.compile(self.lhs)
-        if len(self.values) == 1:
-            return f"{column} = '{self.values[0]}'", tuple(params)
-        listed = ", ".join(f"'{value}'" for value in self.values)
-        return f"{column} IN ({listed})", tuple(params)
 
 
 def in_thread_order(rows: QuerySet[M], thread_id: str, *, descending: bool = False) -> QuerySet[M]:

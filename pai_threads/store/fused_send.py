@@ -49,10 +49,9 @@ def can_fuse_send() -> bool:
 @cache
 def _gate(vendor: str, check_duplicate: bool) -> str:
     """The CTEs before the inserts: ``pai_touch`` (the thread's row lock and
-    ``updated_at``), ``pai_busy`` (an active run), ``pai_go`` (a row when both inserts may
-    run). Statuses are literals, as Run.objects.active() writes them."""
+    ``updated_at``) and ``pai_go`` (a row when both inserts may run: no active run, found
+    by the condition of pai_one_active_run_per_thread, and no such message id yet)."""
     thread, run, message = (qn(m._meta.db_table) for m in (Thread, Run, Message))
-    statuses = ", ".join(f"'{status.value}'" for status in Run.ACTIVE)
     duplicate = (
         f" AND NOT EXISTS (SELECT 1 FROM {message} WHERE {message}.{qn('thread_id')} = %s "  # noqa: S608
         f"AND {message}.{qn('message_id')} = %s)"
@@ -64,7 +63,7 @@ def _gate(vendor: str, check_duplicate: bool) -> str:
         f"pai_touch AS (UPDATE {thread} SET {qn('updated_at')} = %s "  # noqa: S608
         f"WHERE {thread}.{qn('id')} = %s RETURNING {thread}.{qn('id')}), "
         f"pai_go AS (SELECT 1 FROM pai_touch WHERE NOT EXISTS (SELECT 1 FROM {run} "
-        f"WHERE {run}.{qn('status')} IN ({statuses}) AND {run}.{qn('thread_id')} = %s)"
+        f"WHERE {run}.{qn('active')} AND {run}.{qn('thread_id')} = %s)"
         f"{duplicate})"
     )
 

@@ -88,12 +88,10 @@ def scoped_thread(thread_id: str, scope_key: str) -> Thread | None:
 @cache
 def _active_select(vendor: str) -> str:
     table = qn(Run._meta.db_table)
-    # Literal statuses, as Run.objects.active() writes them: SQLite matches the partial
-    # index pai_one_active_run_per_thread only against literals (models.conditions).
-    statuses = ", ".join(f"'{status.value}'" for status in Run.ACTIVE)
+    # The condition of pai_one_active_run_per_thread, as Run.objects.active() writes it.
     return (
         f"SELECT {table}.{qn('id')}, {table}.{qn('status')} FROM {table} "  # noqa: S608
-        f"WHERE ({table}.{qn('status')} IN ({statuses}) AND {table}.{qn('thread_id')} = %s) "
+        f"WHERE ({table}.{qn('active')} AND {table}.{qn('thread_id')} = %s) "
         f"ORDER BY {table}.{qn('created_at')} ASC LIMIT 1"
     )
 

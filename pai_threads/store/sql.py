@@ -356,9 +356,9 @@ def insert_sql(
 @cache
 def _insert_fields(model: type[Model]) -> tuple[Field[Any, Any], ...]:
     """Every concrete field but a database-generated primary key (a default-made one, like a
-    run's id, is inserted)."""
+    run's id, is inserted) and the columns the database computes (``Run.active``)."""
     auto = model._meta.auto_field
-    return tuple(f for f in model._meta.local_concrete_fields if f is not auto)
+    return tuple(f for f in model._meta.local_concrete_fields if f is not auto and not f.generated)
 
 
 @cache

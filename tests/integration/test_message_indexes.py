@@ -68,19 +68,27 @@ def test_run_and_step_writes_maintain_no_redundant_index() -> None:
     ]
 
 
-def test_an_ended_run_and_a_thread_id_maintain_no_index_they_do_not_need() -> None:
-    """Migration 0014 (issue 16): the sweeper's index holds only queued and running runs,
-    and thread ids have no ``varchar_pattern_ops`` twin on PostgreSQL."""
-    status_lease = _indexes_of("pai_threads_run")["pai_run_status_lease"]
-    assert status_lease["columns"] == ["status", "lease_expires_at"]
+def test_no_run_index_names_the_status_and_a_thread_id_has_no_pattern_twin() -> None:
+    """Migration 0018 (issue 16): the run's indexes name the computed ``active`` column,
+    never ``status``, so a claim (queued -> running) can be a heap-only update; migration
+    0014: thread ids have no ``varchar_pattern_ops`` twin on PostgreSQL."""
+    run = _indexes_of("pai_threads_run")
+    assert "pai_run_status_lease" not in run
+    indexed = [name for name, info in run.items() if info["index"] or info["unique"]]
+    assert not [name for name in indexed if "status" in (run[name]["columns"] or [])]
     assert _plain_on("pai_threads_thread", ["id"]) == []
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
             cursor.execute(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = 'pai_run_status_lease'"
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'pai_one_active_run_per_thread'"
             )
-            (definition,) = cursor.fetchone()
-        assert "WHERE" in definition and "queued" in definition and "running" in definition
+        else:
+            cursor.execute(
+                "SELECT sql FROM sqlite_master WHERE name = 'pai_one_active_run_per_thread'"
+            )
+        (definition,) = cursor.fetchone()
+    condition = definition.split("WHERE", 1)[1]
+    assert "active" in condition and "status" not in condition
 
 
 def test_a_message_writes_no_index_another_covers() -> None:

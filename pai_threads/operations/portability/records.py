@@ -41,6 +41,7 @@ __all__ = [
     "PortabilityError",
     "row_data",
     "row_values",
+    "stored_fields",
 ]
 
 FORMAT: Final = "pai-threads"
@@ -83,10 +84,16 @@ class ImportConflict(PortabilityError):
     """A row of the export already exists in the database (same id)."""
 
 
+def stored_fields(model: type[Model]) -> list[Field[Any, Any]]:
+    """The columns an export carries: every concrete field but those the database computes
+    (``Run.active``), which an import cannot write and the database fills in again."""
+    return [f for f in model._meta.concrete_fields if not f.generated]
+
+
 def row_data(row: Model) -> dict[str, Any]:
-    """Every column of ``row`` by attribute name, JSON-ready (datetimes in ISO 8601)."""
+    """Every stored column of ``row`` by attribute name, JSON-ready (datetimes in ISO 8601)."""
     data: dict[str, Any] = {}
-    for field in row._meta.concrete_fields:
+    for field in stored_fields(type(row)):
         value = field.value_from_object(row)
         data[field.attname] = value.isoformat() if isinstance(value, datetime) else value
     return data
@@ -111,7 +118,7 @@ def row_values(kind: str, data: object, line: int) -> dict[str, Any]:
     model = KINDS[kind]
     if not isinstance(data, Mapping):
         raise ExportFormatError(f"a {kind} record needs a 'data' object", line)
-    fields = {f.attname: f for f in model._meta.concrete_fields}
+    fields = {f.attname: f for f in stored_fields(model)}
     # Columns added since version 1 was first written (additive): an older file's rows
     # take their defaults. Any other missing column, or one this version does not know,
     # is an error.
