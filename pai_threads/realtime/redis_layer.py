@@ -44,7 +44,13 @@ from channels_redis.utils import decode_hosts
 
 from pai_threads.realtime.redis_receive import ProcessReceiver, Receiver
 
-__all__ = ["FAN_OUT_LUA", "SOCKET_TIMEOUT_MARGIN", "RedisChannelLayer", "registered_script"]
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "FAN_OUT_LUA",
+    "SOCKET_TIMEOUT_MARGIN",
+    "RedisChannelLayer",
+    "registered_script",
+]
 
 logger = logging.getLogger("channels_redis.core")  # the message channels-redis logs
 
@@ -118,10 +124,22 @@ def registered_script(client: Any, text: str) -> Any:
 SOCKET_TIMEOUT_MARGIN = 10.0
 
 
+# channels-redis keeps all of a process's channels in one key, whose capacity (default 100)
+# is thus shared by every websocket of the process: 200 streams fill it in ~12 ms of delay.
+DEFAULT_CAPACITY = 2_000
+
+
 class RedisChannelLayer(ChannelsRedisChannelLayer):
-    """:class:`channels_redis.core.RedisChannelLayer`, safe with redis-py's 5 s default."""
+    """:class:`channels_redis.core.RedisChannelLayer`, safe with redis-py's 5 s default.
+
+    ``capacity`` defaults to :data:`DEFAULT_CAPACITY`, not channels-redis' 100: a process's
+    channels share one Redis key and its capacity, so with the stock value a web process
+    serving 200 streams dropped fan-outs whenever its loop fell a few milliseconds behind,
+    and every consumer then refilled its gap from the replay buffer at once (measured in
+    the W5 benchmark, docs/benchmarks.md). Give ``capacity`` in ``CONFIG`` to choose."""
 
     def __init__(self, hosts: Any = None, **kwargs: Any) -> None:
+        kwargs.setdefault("capacity", DEFAULT_CAPACITY)
         super().__init__(hosts=hosts, **kwargs)
         timeout = self.brpop_timeout + SOCKET_TIMEOUT_MARGIN
         self.hosts = [{"socket_timeout": timeout, **host} for host in decode_hosts(hosts)]

@@ -347,3 +347,32 @@ async def test_an_attached_receiver_takes_batches_without_overtaking(
     receiver.hand_out([batch(5)])
     assert offered == [1, 2, 4]
     assert (await layer.receive(channel))["events"][0]["seq"] == 5
+
+
+async def test_gap_fills_beyond_the_pool_wait_for_a_connection_instead_of_failing(
+    redis_url: str,
+) -> None:
+    """Every consumer of a process fills its gap at once when the layer drops a fan-out:
+    reads beyond the pool's connections wait for one (they failed with
+    ``MaxConnectionsError``, which each consumer took for an outage and answered with a
+    resync of its client)."""
+    thread_id = f"thr_{uuid.uuid4().hex[:8]}"
+    buffer = RedisReplayBuffer(redis_url, max_connections=2)
+    try:
+        numbered = await buffer.append(thread_id, [_chunk(thread_id, i) for i in range(5)])
+        first, last = int(numbered[0]["seq"]), int(numbered[-1]["seq"])
+        reads = await asyncio.gather(
+            *(buffer.read(thread_id, after=first - 1, upto=last) for _ in range(40))
+        )
+        assert all([int(e["seq"]) for e in read] == list(range(first, last + 1)) for read in reads)
+    finally:
+        await buffer.aclose()
+
+
+def test_a_process_inbox_holds_more_than_channels_redis_default(redis_url: str) -> None:
+    """A process's channels share one key and its capacity: PAI's layer defaults it to
+    DEFAULT_CAPACITY (channels-redis: 100); CONFIG's value wins."""
+    from pai_threads.realtime.redis_layer import DEFAULT_CAPACITY
+
+    assert RedisChannelLayer(hosts=[redis_url]).capacity == DEFAULT_CAPACITY > 100
+    assert RedisChannelLayer(hosts=[redis_url], capacity=50).capacity == 50

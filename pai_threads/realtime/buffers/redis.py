@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime.buffers.base import (
@@ -143,10 +143,26 @@ def _text(value: Any) -> str:
 
 
 class RedisReplayBuffer:
-    """redis-py asyncio clients are bound to an event loop: one client per loop."""
+    """redis-py asyncio clients are bound to an event loop: one client per loop.
 
-    def __init__(self, url: str | None = None) -> None:
+    Each client's pool makes a call wait for a free connection (up to ``connection_wait``
+    seconds) rather than fail: when the channel layer drops a fan-out (a process inbox over
+    capacity), every consumer of the process fills its gap at the same moment, and with
+    redis-py's default pool the reads beyond ``max_connections`` failed at once
+    (``MaxConnectionsError``), which each consumer took for a buffer outage and answered
+    with a resync (a snapshot and a replay per client, on an already busy server).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        max_connections: int = 100,
+        connection_wait: float = 10.0,
+    ) -> None:
         self._url = url or redis_url()
+        self._max_connections = max_connections
+        self._connection_wait = connection_wait
         if not self._url:
             raise ValueError("RedisReplayBuffer needs PAI['REALTIME_REDIS_URL'] or REDIS_URL")
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Redis] = (
@@ -160,7 +176,10 @@ class RedisReplayBuffer:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = Redis.from_url(self._url)
+            pool = BlockingConnectionPool.from_url(
+                self._url, max_connections=self._max_connections, timeout=self._connection_wait
+            )
+            client = self._clients[loop] = Redis.from_pool(pool)
         return client
 
     async def append(self, thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
