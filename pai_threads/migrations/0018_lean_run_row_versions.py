@@ -5,8 +5,8 @@
   column, so PostgreSQL makes it a heap-only update, with no entry in any of the run's
   indexes. The sweeper's ``pai_run_status_lease`` goes: the sweeper and the recovery read
   the live runs through the active-run index's condition.
-* A run's messages, steps and attempts, and a step's message, refer to their parent
-  without a database constraint: every statement writing one holds the parent already
+* A run's steps and attempts, and a step's message, refer to their parent without a
+  database constraint: every statement writing one holds the parent already
   (pai_threads.models' docstring), and the check only added a row lock (WAL) to it.
 """
 
@@ -33,11 +33,6 @@ class Migration(migrations.Migration):
             model_name='run',
             name='active',
             field=models.GeneratedField(db_persist=True, expression=models.ExpressionWrapper(models.Q(('status__in', ['queued', 'running', 'waiting'])), output_field=models.BooleanField()), output_field=models.BooleanField()),
-        ),
-        migrations.AlterField(
-            model_name='message',
-            name='run',
-            field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='pai_threads.run'),
         ),
         migrations.AlterField(
             model_name='runattempt',

@@ -5,13 +5,13 @@ query filters by it, so another partition's thread is indistinguishable from a m
 Message rows are a thin envelope around a complete AI SDK UIMessage (``parts`` + public
 ``metadata``); visibility, private metadata and ordering live in envelope columns.
 
-Rows a run writes (its messages, steps and attempts) refer to it, and a step to its message,
-without a database constraint. Every statement that writes one also holds its parent: the
-send inserts the run in the same statement, a step write or claim updates the run's row in
-it (the fence), a step's message is inserted beside it; imports check their references
-first (``operations.portability``), and deletion cascades in Django (``on_delete``). The
-constraint's check would add a row lock, written to the WAL, on a row the statement holds
-already (216 B of W2's 5.5 KB per run, docs/benchmarks.md). A thread's rows keep theirs.
+A run's steps and attempts refer to it, and a step to its message, without a database
+constraint. Every statement that writes one also holds its parent: a step write or a claim
+updates the run's row in it (the fence), a step's message is inserted beside it; imports
+check their references first (``operations.portability``), and deletion cascades in Django
+(``on_delete``). The constraint's check would add a row lock, written to the WAL, on a row
+the statement holds already (docs/benchmarks.md, W2). A thread's rows, and a message's
+run (MF-044), keep theirs.
 """
 
 from __future__ import annotations
@@ -266,7 +266,8 @@ class Message(models.Model):
     scope_key = models.CharField(max_length=200)
     # Indexed by pai_one_message_per_step (run, step_index), which leads with it (migration
     # 0014; no varchar_pattern_ops twin: run ids are never LIKE-matched).
-    # No database constraint: rows a run writes (module docstring, migration 0018).
+    # Keeps its database constraint (MF-044: a message names an existing run, whoever
+    # writes it); a run's steps and attempts have none (module docstring).
     run = models.ForeignKey(
         Run,
         on_delete=models.CASCADE,
@@ -274,7 +275,6 @@ class Message(models.Model):
         blank=True,
         related_name="messages",
         db_index=False,
-        db_constraint=False,
     )
     role = models.CharField(max_length=16)
     parts = models.JSONField(default=list)

@@ -2,9 +2,9 @@
 
 ``Run.active`` is computed by the database from ``status``; the active-run index names it
 instead of ``status``, so a claim (queued -> running) changes no indexed column and
-PostgreSQL writes it as a heap-only (HOT) update, with no new entry in any index. The rows a
-run writes refer to it without a database constraint (pai_threads.models' docstring); a
-thread's rows keep theirs.
+PostgreSQL writes it as a heap-only (HOT) update, with no new entry in any index. A run's
+steps and attempts refer to it without a database constraint (pai_threads.models'
+docstring); a thread's rows, and a message's run (MF-044), keep theirs.
 """
 
 from __future__ import annotations
@@ -80,9 +80,12 @@ def _foreign_keys(table: str) -> set[tuple[str, str]]:
     }
 
 
-def test_a_runs_rows_refer_to_it_without_a_constraint_a_threads_rows_with_one() -> None:
+def test_a_runs_steps_and_attempts_refer_to_it_without_a_constraint() -> None:
     run_table, thread_table = Run._meta.db_table, Thread._meta.db_table
-    assert _foreign_keys(Message._meta.db_table) == {("thread_id", thread_table)}
+    assert _foreign_keys(Message._meta.db_table) == {
+        ("thread_id", thread_table),
+        ("run_id", run_table),
+    }
     assert _foreign_keys(Step._meta.db_table) == set()
     assert _foreign_keys(RunAttempt._meta.db_table) == set()
     assert ("thread_id", thread_table) in _foreign_keys(run_table)
