@@ -74,6 +74,11 @@ DEFAULTS: dict[str, Any] = {
     # database connection open between calls (pai_threads.store.db): at most this many store
     # calls at once, and this many connections held.
     "STORE_THREADS": 4,
+    # PostgreSQL: the hot path's prebuilt statements (send, claim, step writes, context read,
+    # heartbeat) are prepared once per connection instead of planned on every execution
+    # (pai_threads.store.prepared). False behind a pooler in transaction mode that cannot
+    # carry prepared statements (PgBouncer older than 1.21).
+    "PREPARED_STATEMENTS": True,
     # Garbage-collector tuning of PAI's long-lived processes (the ASGI web process, Celery
     # workers; pai_threads.executors.gc_tuning): True freezes what start-up allocated and
     # raises the collection thresholds to (50_000, 20, 100); a 3-tuple of ints sets other

@@ -17,6 +17,7 @@ from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import message_committed
 from pai_threads.executors import get_executor
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rewrites import run_metadata_defaults
 from pai_threads.store.sql import qn
 
@@ -40,7 +41,7 @@ def lock_thread(thread_id: str) -> None:
     there the SELECT would lock nothing: it is not sent.
     """
     if connection.features.has_select_for_update:
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_lock_sql(connection.vendor), [thread_id])
 
 

@@ -15,11 +15,12 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Exists, OuterRef
 
 from pai_agents.engine.store import Lease
 from pai_threads.models import Run, RunAttempt
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import insert_row
 from pai_threads.store.sql import insert_sql, lease_expired, model_fields, qn
 
@@ -102,7 +103,7 @@ def end_attempt_sql(
 def end_attempt(lease: Lease, end: AttemptEnd, now: datetime) -> None:
     """End ``lease``'s attempt, inside the transaction whose fencing UPDATE just held."""
     sql, params = _end_sql(lease.run_id, lease.token, end, now)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
 
 
@@ -132,7 +133,7 @@ def record_claim(run: Run, *, owner: str, now: datetime) -> None:
     earlier attempt to take over)."""
     if run.attempt > 1:
         sql, params = _end_sql(run.id, None, (End.TAKEN_OVER, TAKEN_OVER), now)
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(sql, params)
     insert_row(
         RunAttempt(

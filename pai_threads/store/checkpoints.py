@@ -17,11 +17,12 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from pai_agents.engine.store import Lease
 from pai_threads.models import Message
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.sql import held_exists_sql, model_fields, qn, queued_sql
 
 __all__ = ["checkpoint_open_parts"]
@@ -71,7 +72,7 @@ def checkpoint_open_parts(lease: Lease, *, step_index: int, parts: Any) -> bool 
         *held_params,
         *queued_params,
     ]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_checkpoint_update(conn.vendor, held, queued), params)
         row = cursor.fetchone()
     return None if row is None else bool(row[0])

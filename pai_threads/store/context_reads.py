@@ -13,6 +13,7 @@ from typing import Any
 from django.db import connection
 
 from pai_threads.models import Message
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.sql import ReturnedRow, convert, model_fields, qn
 
 __all__ = ["context_rows"]
@@ -48,7 +49,7 @@ def context_rows(thread_id: str, window: int | None) -> list[ReturnedRow]:
         params.append(thread_id)  # the range's upper bound
     if window:
         params.append(window)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_context_select(connection.vendor, bool(window)), params)
         raw = cursor.fetchall()
     if window:

@@ -41,6 +41,7 @@ from pai_threads.store.attempts import (
     end_attempt_sql,
     record_claim,
 )
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import insert_row
 from pai_threads.store.sql import (
     MESSAGE_COLUMNS,
@@ -162,7 +163,7 @@ def fence_returning(
         ending, end_params = end_attempt_sql(lease, end, _ended_at(changes), source="pai_fence")
         sql = f"WITH pai_fence AS ({sql}), pai_ended AS ({ending}) SELECT * FROM pai_fence"  # noqa: S608
         params = [*params, *end_params]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -211,7 +212,7 @@ def write_step(
             f"WITH pai_fence AS ({fencing}), pai_message AS ({insert}), "  # noqa: S608
             f"pai_step AS ({step_insert}){ending} SELECT * FROM pai_fence, pai_message"
         )
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(sql, [*params, *insert_params, *step_params, *end_params])
             row = cursor.fetchone()
         if row is None:
@@ -220,7 +221,7 @@ def write_step(
         return _fenced_row(row[:width], sides=sides), _message_row(row[width:])
     fenced = fence_returning(lease, changes, sides=sides)
     insert, insert_params = insert_sql(message, returning=_MESSAGE_FIELDS)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(insert, insert_params)
         stored = _message_row(cursor.fetchone())
     step.message_id, step.attempt = stored.pk, fenced.run.attempt
@@ -248,7 +249,7 @@ def update_parts(
         params += held_params
     queued, queued_params = queued_sql(f"{qn(Message._meta.db_table)}.{qn('thread_id')}")
     sql += f" RETURNING {returning_sql(_MESSAGE_FIELDS, Message._meta.db_table)}, {queued}"
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [*params, *queued_params])
         row = cursor.fetchone()
     if row is None:
@@ -313,7 +314,7 @@ def claim_returning(
 
 
 def _claim_row(sql: str, params: list[Any]) -> Sequence[Any] | None:
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
 

@@ -25,6 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connectio
 from django.utils import timezone
 
 from pai_threads.models import Message, Run, Thread
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.sql import insert_sql, model_fields, qn
 
 __all__ = ["FusedSend", "can_fuse_send", "start_run_fused"]
@@ -88,7 +89,7 @@ def start_run_fused(thread: Thread, run: Run, message: Message, *, client_id: bo
         "SELECT (SELECT count(*) FROM pai_touch), (SELECT * FROM pai_message)"
     )
     try:
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(sql, [*params, *run_params, *message_params])
             touched, message_key = cursor.fetchone()
     except IntegrityError:

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from pai_agents.messages.reducer import MessageReducer
 from pai_threads.models import Message, Run, Thread
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.sql import convert, insert_sql, model_fields, qn
 
 __all__ = ["active_run", "fold_chunks", "insert_row", "scoped_thread", "touch_thread"]
@@ -33,7 +34,7 @@ def insert_row(obj: M) -> M:
     auto = meta.auto_field
     returning = model_fields(type(obj), (auto.attname,)) if auto is not None else ()
     sql, params = insert_sql(obj, returning=returning)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         if auto is not None:
             setattr(obj, auto.attname, cursor.fetchone()[0])
@@ -55,7 +56,7 @@ def touch_thread(thread_id: str) -> bool:
     """``updated_at = now`` on the thread (taking its row lock until commit); False when the
     thread is gone."""
     now = _UPDATED_AT.get_db_prep_save(timezone.now(), connection)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_touch(connection.vendor), [now, thread_id])
         return cursor.rowcount == 1
 
@@ -76,7 +77,7 @@ def scoped_thread(thread_id: str, scope_key: str) -> Thread | None:
     """``Thread.objects.get(id=..., scope_key=...)`` (None when absent), its SELECT built
     once: every send and every thread request starts with it."""
     sql, fields = _thread_select(connection.vendor)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [thread_id, scope_key])
         row = cursor.fetchone()
     if row is None:
@@ -99,7 +100,7 @@ def _active_select(vendor: str) -> str:
 def active_run(thread_id: str) -> Run | None:
     """The thread's active run (id and status loaded, the rest deferred), or None: what
     ``Run.objects.active().filter(thread=...).only("id", "status").first()`` returns."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_active_select(connection.vendor), [thread_id])
         row = cursor.fetchone()
     return None if row is None else Run.from_db(DEFAULT_DB_ALIAS, ["id", "status"], list(row))

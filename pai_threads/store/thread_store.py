@@ -61,6 +61,7 @@ from pai_threads.store.fenced_writes import (
     write_step,
 )
 from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetadata
+from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.run_facts import RunFacts
 from pai_threads.store.sql import (
     fence,
@@ -127,7 +128,7 @@ class ORMThreadStore:
         sql, params = fenced_update_sql(lease, {"lease_expires_at": expires}, renewal=True)
         queued, queued_params = queued_sql(run_column("thread_id"))
         sql += f" RETURNING {run_column('cancel_requested_at')}, {queued}"
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(sql, [*params, *queued_params])
             row = cursor.fetchone()
         if row is None:
