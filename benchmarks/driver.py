@@ -81,10 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import connection
 
     from benchmarks.counting import install
-    from pai_threads.executors.gc_tuning import tune_gc
     from benchmarks.database import PostgresProbe, SqliteProbe, quiet_autovacuum
     from benchmarks.workloads import module_name
     from benchmarks.workloads.common import Bench
+    from pai_threads.executors.gc_tuning import tune_gc
 
     counter = install()  # before the first connection, so every connection is wrapped
     call_command("migrate", verbosity=0, interactive=False)

@@ -1,13 +1,13 @@
 """W5, worker capacity: the most concurrent 5 s streams one worker process holds.
 
-N concurrent runs, each streaming 200 deltas one every 25 ms (5 s), for N = 10, 25, 50,
-100, 200, 400, 800, on a fresh server; stepping stops at the first N that is not held. *Held*: every
-run completed and every delta arrived, in order (each delta counted once: a client resynced
-from a snapshot gets the open message replayed from its first chunk, see
-:class:`benchmarks.streaming._Stream`), delivery p99 (yielded -> received) under 100 ms, and
-the worker's loop kept the model's pace (p99 of yielded - due under 100 ms: a loop too busy
-to read its provider's tokens in time cannot be said to hold the streams, however fast it
-forwards the late ones). CPU seconds and RSS growth per run are the worker process's own
+N concurrent runs, each streaming 200 deltas one every 25 ms (5 s), for N = 10, 25, 50, 100,
+200, 400, 800, on a fresh server; stepping stops at the first N that is not held. *Held*:
+every run completed and every delta arrived, in order (each delta counted once: a client
+resynced from a snapshot gets the open message replayed from its first chunk, see
+:class:`benchmarks.stream_client.ClientStream`), delivery p99 (yielded -> received) under
+100 ms, and the worker's loop kept the model's pace (p99 of yielded - due under 100 ms: a
+loop too busy to read its provider's tokens in time cannot be said to hold the streams,
+however fast it forwards the late ones). CPU seconds and RSS growth per run are the worker process's own
 (``/proc``); the worker is daphne itself in the embedded arrangement, the Celery worker in
 the production one. A level that is not held runs a second time before it counts as a
 miss (a noisy neighbour on a shared machine can spoil one p99); the table shows the second

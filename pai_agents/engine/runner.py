@@ -7,6 +7,7 @@ itself is ``episode.py``; docs/architecture.md walks through it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -20,12 +21,14 @@ from pai_agents.engine.episode import run_episode_loop, run_finished
 from pai_agents.engine.events import EventSink, NullSink
 from pai_agents.engine.lease_keeper import LeaseKeeper
 from pai_agents.engine.run_state import RunState
-from pai_agents.engine.store import ClaimedRun, LeaseLost, RunOutcome, ThreadStore
+from pai_agents.engine.store import ClaimedRun, RunOutcome, ThreadStore
 from pai_agents.files import FileProvider
 from pai_agents.mcp.client import episode_tools
 from pai_agents.mcp.config import MCPError
 
 __all__ = ["RunEngine"]
+
+logger = logging.getLogger("pai.engine")
 
 
 @dataclass(kw_only=True)
@@ -83,8 +86,12 @@ class RunEngine:
         )
         async with keeper:
             outcome = await self._with_mcp_tools(state)
-            if keeper.lost:
-                raise LeaseLost(claim.lease.run_id)
+        # An outcome comes from the episode's ending write, fenced like every write: the
+        # lease held when it committed (a lost one raises LeaseLost out of it). A loss the
+        # keeper saw is then that write's own release of the lease (a heartbeat racing it),
+        # or renewals that gave up while the lease still held: the run ended as stored.
+        if keeper.lost:
+            logger.info("run %s: its last heartbeat raced its ending write", claim.lease.run_id)
         await run_finished(state, outcome)  # post-commit, outside the lease
         return outcome
 

@@ -6,12 +6,8 @@ Message rows are a thin envelope around a complete AI SDK UIMessage (``parts`` +
 ``metadata``); visibility, private metadata and ordering live in envelope columns.
 
 A run's steps and attempts refer to it, and a step to its message, without a database
-constraint. Every statement that writes one also holds its parent: a step write or a claim
-updates the run's row in it (the fence), a step's message is inserted beside it; imports
-check their references first (``operations.portability``), and deletion cascades in Django
-(``on_delete``). The constraint's check would add a row lock, written to the WAL, on a row
-the statement holds already (docs/benchmarks.md, W2). A thread's rows, and a message's
-run (MF-044), keep theirs.
+constraint: every statement writing one holds the parent already (docs/operations.md,
+"Foreign keys"); a thread's rows and a message's run (MF-044) keep theirs.
 """
 
 from __future__ import annotations
@@ -181,10 +177,8 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Whether the run still holds its thread (queued, running, waiting): computed by the
-    # database from ``status``. The partial indexes name this column instead of ``status``,
-    # so a claim (queued -> running) changes no indexed column and PostgreSQL writes it as
-    # a heap-only (HOT) update: no new entry in any of the run's indexes (migration 0018).
+    # Queued, running or waiting, computed by the database: the active-run index names it,
+    # not ``status``, so a claim changes no indexed column (a HOT update, migration 0018).
     active = models.GeneratedField(
         expression=ExpressionWrapper(
             Q(status__in=["queued", "running", "waiting"]), output_field=models.BooleanField()
@@ -198,8 +192,7 @@ class Run(models.Model):
     class Meta:
         ordering = ["created_at"]
         constraints = [
-            # Also how the sweeper and the recovery find runs still queued or running: an
-            # index of their own would cost WAL per run row version (migration 0018).
+            # Also the sweeper's and the recovery's way to the live runs (migration 0018).
             models.UniqueConstraint(
                 fields=["thread"], condition=Q(active=True), name="pai_one_active_run_per_thread"
             ),
@@ -212,13 +205,8 @@ class Run(models.Model):
             models.CheckConstraint(
                 condition=Q(
                     status__in=[
-                        "queued",
-                        "running",
-                        "waiting",
-                        "completed",
-                        "failed",
-                        "cancelled",
-                        "blocked",
+                        *("queued", "running", "waiting", "completed"),
+                        *("failed", "cancelled", "blocked"),
                     ]
                 ),
                 name="pai_run_status_valid",
@@ -266,8 +254,6 @@ class Message(models.Model):
     scope_key = models.CharField(max_length=200)
     # Indexed by pai_one_message_per_step (run, step_index), which leads with it (migration
     # 0014; no varchar_pattern_ops twin: run ids are never LIKE-matched).
-    # Keeps its database constraint (MF-044: a message names an existing run, whoever
-    # writes it); a run's steps and attempts have none (module docstring).
     run = models.ForeignKey(
         Run,
         on_delete=models.CASCADE,
@@ -356,12 +342,7 @@ class Step(models.Model):
     )
     index = models.PositiveIntegerField()
     message = models.ForeignKey(
-        Message,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-        db_constraint=False,
+        Message, models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
     )
     request = models.JSONField(default=dict)
     usage = models.JSONField(default=dict)

@@ -44,7 +44,6 @@ from pai_threads.store.checkpoints import checkpoint_open_parts
 from pai_threads.store.claims import claimed_run, lease_of
 from pai_threads.store.context_reads import context_rows
 from pai_threads.store.db import run_db as _db
-from pai_threads.store.ending_writes import EndingWrites
 from pai_threads.store.fenced_writes import (
     Fenced,
     after_end,
@@ -96,7 +95,6 @@ class ORMThreadStore:
         self._unsuspended: set[str] = set()
         # (run, step) whose open message this store inserted or updated (checkpoints).
         self._open_steps: set[tuple[str, int]] = set()
-        self._ending = EndingWrites()  # a heartbeat racing one finds its own release
 
     def _record(self, lease: Lease, fenced: Fenced, *, ends: bool) -> None:
         """After a commit: the run row and the queue as the fencing UPDATE returned them."""
@@ -132,8 +130,6 @@ class ORMThreadStore:
             cursor.execute(sql, [*params, *queued_params])
             row = cursor.fetchone()
         if row is None:
-            if lease.run_id in self._ending:  # released by this execution's ending write
-                return RunSignals(cancel_requested=False)
             raise LeaseLost(lease.run_id)
         self.facts.queue_observed(lease.run_id, bool(row[1]))
         return RunSignals(cancel_requested=row[0] is not None)
@@ -427,8 +423,7 @@ class ORMThreadStore:
         self, lease: Lease, *, message: UIMessage, actions: Sequence[ActionRequest], usage: Usage
     ) -> None:
         self._drop_claimed_context(lease)
-        async with self._ending.around(lease.run_id):
-            await _db(self.suspend_sync, lease, message=message, actions=actions, usage=usage)
+        await _db(self.suspend_sync, lease, message=message, actions=actions, usage=usage)
 
     async def begin_actions(self, lease: Lease, *, tool_call_ids: Sequence[str]) -> None:
         self._drop_claimed_context(lease)
@@ -456,22 +451,20 @@ class ORMThreadStore:
         replace_open: bool = False,
     ) -> None:
         self._drop_claimed_context(lease)
-        async with self._ending.around(lease.run_id, ends=outcome is not None):
-            await _db(
-                self.commit_step_sync,
-                lease,
-                message=message,
-                step=step,
-                outcome=outcome,
-                replace_open=replace_open,
-            )
+        await _db(
+            self.commit_step_sync,
+            lease,
+            message=message,
+            step=step,
+            outcome=outcome,
+            replace_open=replace_open,
+        )
 
     async def update_message(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None
     ) -> None:
         self._drop_claimed_context(lease)
-        async with self._ending.around(lease.run_id, ends=outcome is not None):
-            await _db(self.update_message_sync, lease, message=message, outcome=outcome)
+        await _db(self.update_message_sync, lease, message=message, outcome=outcome)
 
     async def take_steering(self, lease: Lease) -> list[UIMessage]:
         self._drop_claimed_context(lease)
@@ -484,8 +477,7 @@ class ORMThreadStore:
         self, lease: Lease, outcome: RunOutcome, *, discard_open_step: int | None = None
     ) -> None:
         self._drop_claimed_context(lease)
-        async with self._ending.around(lease.run_id):
-            await _db(self.finish_run_sync, lease, outcome, discard_open_step=discard_open_step)
+        await _db(self.finish_run_sync, lease, outcome, discard_open_step=discard_open_step)
 
     # -- the lifecycle facade (pai_agents.engine.facades.LifecycleStore); no I/O until used --
 

@@ -1,9 +1,10 @@
 """A heartbeat that races the run's own ending write (issue 16, found at 200 streams).
 
-The ending write releases the lease; a heartbeat sent meanwhile finds no lease. Reported
-as a loss, it made the engine raise ``LeaseLost`` after the final commit: the completed run
-looked abandoned and its ``run_finished`` hooks and signals never ran. A lease another
-worker took is still reported lost.
+The ending write releases the lease; a heartbeat sent meanwhile finds no lease and the
+store reports it lost (the store contract). The engine raised ``LeaseLost`` for it after
+the final commit: the completed run looked abandoned and its ``run_finished`` hooks and
+signals never ran. An outcome comes from a fenced ending write, so the engine now returns
+it. A lease another worker took is lost before any ending write lands.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_a_heartbeat_after_the_final_commit_does_not_abandon_the_completed_run(
 
     outcome = asyncio.run(execute())
     assert outcome.status == "completed"
-    assert len(store.beats) == 1 and isinstance(store.beats[0], RunSignals)
+    assert len(store.beats) == 1 and isinstance(store.beats[0], LeaseLost)  # the contract
     assert Run.objects.get(pk=run_id).status == "completed"
 
 

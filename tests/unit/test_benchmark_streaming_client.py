@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchmarks.streaming import _Stream
+from benchmarks.stream_client import ClientStream
 
 MESSAGE = "msg_1"
 
@@ -38,12 +38,12 @@ def _snapshot(text: str = "", status: str = "running") -> str:
     return _frame(type="snapshot", seq=500, state=state)
 
 
-def _fold(stream: _Stream, frames: list[str]) -> bool:
+def _fold(stream: ClientStream, frames: list[str]) -> bool:
     return any([stream.take(raw, 1_000) for raw in frames])
 
 
 def test_a_live_stream_counts_every_delta_once_in_order() -> None:
-    stream = _Stream(thread_id="thr")
+    stream = ClientStream(thread_id="thr")
     frames = [_started(), _chunk(0, {"type": "start"})]
     frames += [_delta(i + 1, due=10 * i) for i in range(3)]
     assert not _fold(stream, frames)
@@ -55,7 +55,7 @@ def test_a_live_stream_counts_every_delta_once_in_order() -> None:
 
 
 def test_a_resync_replays_the_open_message_and_each_delta_counts_once() -> None:
-    stream = _Stream(thread_id="thr")
+    stream = ClientStream(thread_id="thr")
     frames = [_started(), _chunk(0, {"type": "start"}), _delta(1, 0), _delta(2, 10)]
     # Delta 3 (due 20) is lost; the server resyncs: snapshot, then the replay from index 0.
     frames += [_snapshot(), _started(replay=True), _chunk(0, {"type": "start"}, replay=True)]
@@ -69,7 +69,7 @@ def test_a_resync_replays_the_open_message_and_each_delta_counts_once() -> None:
 
 
 def test_a_gap_without_a_resync_is_out_of_order() -> None:
-    stream = _Stream(thread_id="thr")
+    stream = ClientStream(thread_id="thr")
     _fold(stream, [_started(), _delta(0, 0), _delta(2, 20)])
     assert stream.disorder == 1
     # A resync heals it: only the order since the last one counts.
@@ -78,7 +78,7 @@ def test_a_gap_without_a_resync_is_out_of_order() -> None:
 
 
 def test_a_run_that_ended_before_the_resync_ends_the_stream_from_the_snapshot() -> None:
-    stream = _Stream(thread_id="thr")
+    stream = ClientStream(thread_id="thr")
     stream.take(_frame(type="ack", command="send", run={"id": "run_1"}), 500)
     _fold(stream, [_started(), _delta(0, 0)])
     # The stored message carries the deltas the client missed (their chunks are withheld).
