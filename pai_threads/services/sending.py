@@ -31,9 +31,8 @@ from pai_threads.services.cancelling import cancel_locked
 from pai_threads.services.files import reference_attachments
 from pai_threads.services.input_guard import check_json, validate_user_message
 from pai_threads.services.threads import get_thread
-from pai_threads.store.admission import dispatch_after_commit
+from pai_threads.store.admission import dispatch_after_commit, new_run
 from pai_threads.store.fused_send import FusedSend, can_fuse_send, start_run_fused
-from pai_threads.store.rewrites import run_metadata_defaults
 from pai_threads.store.rows import active_run, insert_row, touch_thread
 
 __all__ = ["SEND_POLICIES", "SendResult", "send"]
@@ -109,15 +108,7 @@ def send(
         payload["initiator"] = initiator  # read by admission; projections pick their keys
     if len(json_dumps(payload).encode("utf-8")) > pai_settings.MAX_MESSAGE_BYTES:
         raise PayloadTooLarge(f"the message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes")
-    run = Run(
-        thread=thread,
-        scope_key=thread.scope_key,
-        agent_name=thread.agent_name,
-        initiator=initiator,
-        identity=trusted_identity,
-        client_data=data,
-        **run_metadata_defaults(agent),
-    )
+    run = new_run(thread, agent, initiator=initiator, identity=trusted_identity, client_data=data)
     row = Message(
         message_id=message_id,
         thread=thread,
