@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from pai_agents.agent import InvalidAgentInput, SendPolicy
+from pai_agents.agent import AgentDefinition, InvalidAgentInput, SendPolicy
 from pai_agents.json import dumps as json_dumps
 from pai_agents.lifecycle.metadata import InvalidMetadata, replace_metadata
 from pai_threads.conf import pai_settings
@@ -31,9 +31,8 @@ from pai_threads.services.cancelling import cancel_locked
 from pai_threads.services.files import reference_attachments
 from pai_threads.services.input_guard import check_json, validate_user_message
 from pai_threads.services.threads import get_thread
-from pai_threads.store.admission import dispatch_after_commit
+from pai_threads.store.admission import dispatch_after_commit, new_run
 from pai_threads.store.fused_send import FusedSend, can_fuse_send, start_run_fused
-from pai_threads.store.rewrites import run_metadata_defaults
 from pai_threads.store.rows import active_run, insert_row, touch_thread
 
 __all__ = ["SEND_POLICIES", "SendResult", "send"]
@@ -109,28 +108,19 @@ def send(
         payload["initiator"] = initiator  # read by admission; projections pick their keys
     if len(json_dumps(payload).encode("utf-8")) > pai_settings.MAX_MESSAGE_BYTES:
         raise PayloadTooLarge(f"the message is larger than {pai_settings.MAX_MESSAGE_BYTES} bytes")
-    run = Run(
-        thread=thread,
-        scope_key=thread.scope_key,
-        agent_name=thread.agent_name,
+    # The run and its input are built only to be stored: queued or rejected input is not.
+    build = partial(
+        _run_and_input,
+        thread,
+        agent,
+        payload,
         initiator=initiator,
         identity=trusted_identity,
         client_data=data,
-        **run_metadata_defaults(agent),
-    )
-    row = Message(
-        message_id=message_id,
-        thread=thread,
-        scope_key=thread.scope_key,
-        run=run,
-        role="user",
-        parts=parts,
-        metadata=metadata,
-        producer=Message.Producer.SEND,
-        relation=Message.Relation.INPUT,
     )
     if can_fuse_send():
         # An idle thread (most sends): one statement; anything else decides under the lock.
+        run, row = build()
         outcome = start_run_fused(thread, run, row, client_id=client_id)
         if outcome is FusedSend.GONE:
             raise NotFound("thread not found")  # deleted since it was read
@@ -152,6 +142,8 @@ def send(
                 return _enqueue(
                     thread, active, payload, trusted_identity, data, policy or agent.send_policy
                 )
+            # Anew after a fused attempt, which stored nothing.
+            run, row = build()
             insert_row(run)
             insert_row(row)
             return _started(thread, run, row, dispatch=dispatch)
@@ -161,6 +153,31 @@ def send(
         if existing is not None:
             return existing
         raise
+
+
+def _run_and_input(
+    thread: Thread,
+    agent: AgentDefinition,
+    payload: Mapping[str, Any],
+    *,
+    initiator: str,
+    identity: dict[str, Any],
+    client_data: dict[str, Any],
+) -> tuple[Run, Message]:
+    """The run a send starts and its input message (``payload``, validated), not stored."""
+    run = new_run(thread, agent, initiator=initiator, identity=identity, client_data=client_data)
+    row = Message(
+        message_id=payload["id"],
+        thread=thread,
+        scope_key=thread.scope_key,
+        run=run,
+        role="user",
+        parts=payload["parts"],
+        metadata=payload["metadata"],
+        producer=Message.Producer.SEND,
+        relation=Message.Relation.INPUT,
+    )
+    return run, row
 
 
 def _started(thread: Thread, run: Run, row: Message, *, dispatch: bool) -> SendResult:

@@ -14,8 +14,7 @@ from pai_threads.identity import Identity
 from pai_threads.models import Run
 from pai_threads.services.input_guard import check_json
 from pai_threads.services.threads import get_thread, lock_existing
-from pai_threads.store.admission import dispatch_after_commit
-from pai_threads.store.rewrites import run_metadata_defaults
+from pai_threads.store.admission import dispatch_after_commit, new_run
 
 __all__ = ["trigger"]
 
@@ -44,15 +43,10 @@ def trigger(
         lock_existing(thread)
         if Run.objects.active().filter(thread=thread).exists():
             raise ThreadBusy("the thread has an active run")
-        run = Run.objects.create(
-            thread=thread,
-            scope_key=thread.scope_key,
-            agent_name=thread.agent_name,
-            initiator=initiator,
-            identity=trusted_identity,
-            client_data=data,
-            **run_metadata_defaults(agent),
+        run = new_run(
+            thread, agent, initiator=initiator, identity=trusted_identity, client_data=data
         )
+        run.save(force_insert=True)  # as Run.objects.create: the ORM's INSERT and signals
         if dispatch:
             dispatch_after_commit(run.id)
     return run

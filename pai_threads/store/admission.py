@@ -2,16 +2,20 @@
 
 Called inside the transaction that ends the run, so "run ended" and "next run exists" are
 one fact: there is never a moment with queued input and no run to drain it.
+
+Also :func:`new_run`, the run a send or a trigger starts (built, not yet stored).
 """
 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
+from pai_agents.agent import AgentDefinition
 from pai_threads.events.projections import message_public
 from pai_threads.events.publishing import publish_after_commit
 from pai_threads.events.types import message_committed
@@ -21,7 +25,28 @@ from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rewrites import run_metadata_defaults
 from pai_threads.store.sql import qn
 
-__all__ = ["admit_next", "dispatch_after_commit", "lock_thread", "resume_if_answered"]
+__all__ = ["admit_next", "dispatch_after_commit", "lock_thread", "new_run", "resume_if_answered"]
+
+
+def new_run(
+    thread: Thread,
+    agent: AgentDefinition,
+    *,
+    initiator: str,
+    identity: dict[str, Any],
+    client_data: dict[str, Any],
+) -> Run:
+    """A run of ``thread``'s agent, not yet stored: ``identity`` and ``client_data``
+    already validated by ``agent``, the metadata bags its parsed defaults (AD-031)."""
+    return Run(
+        thread=thread,
+        scope_key=thread.scope_key,
+        agent_name=thread.agent_name,
+        initiator=initiator,
+        identity=identity,
+        client_data=client_data,
+        **run_metadata_defaults(agent),
+    )
 
 
 def dispatch_after_commit(run_id: str) -> None:

@@ -21,11 +21,12 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connection
+from django.db import DatabaseError, IntegrityError, connection
 from django.utils import timezone
 
 from pai_threads.models import Message, Run, Thread
 from pai_threads.store.prepared import prepared_cursor
+from pai_threads.store.rows import mark_stored
 from pai_threads.store.sql import insert_sql, model_fields, qn
 
 __all__ = ["FusedSend", "can_fuse_send", "start_run_fused"]
@@ -105,7 +106,6 @@ def start_run_fused(thread: Thread, run: Run, message: Message, *, client_id: bo
     if message_key is None:
         return FusedSend.FALLBACK
     message.pk = message_key
-    for obj in (run, message):
-        obj._state.adding = False
-        obj._state.db = DEFAULT_DB_ALIAS
+    mark_stored(run)
+    mark_stored(message)
     return FusedSend.STARTED

@@ -74,17 +74,21 @@ def _lifecycle_message(row: Message) -> LifecycleMessage:
     )
 
 
+def _committed(scope: ThreadScope) -> Any:
+    """The scope's committed rows, of any thread: each caller below picks the thread its
+    own way (an equality, or the form that plans on the thread's index)."""
+    return Message.objects.filter(scope_key=scope.scope_key, status=Message.Status.COMMITTED)
+
+
 def _rows(scope: ThreadScope) -> Any:
-    return Message.objects.filter(
-        thread_id=scope.thread_id, scope_key=scope.scope_key, status=Message.Status.COMMITTED
-    )
+    """The committed rows of the scope's thread."""
+    return _committed(scope).filter(thread_id=scope.thread_id)
 
 
 def _ordered_rows(scope: ThreadScope, *, descending: bool) -> Any:
     """The committed rows of the scope's thread in position order, planned on the thread's
     index (models.conditions.in_thread_order)."""
-    rows = Message.objects.filter(scope_key=scope.scope_key, status=Message.Status.COMMITTED)
-    return in_thread_order(rows, scope.thread_id, descending=descending)
+    return in_thread_order(_committed(scope), scope.thread_id, descending=descending)
 
 
 def _keep_open_tail(thread_id: str, first_appended: int) -> None:

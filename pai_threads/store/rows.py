@@ -22,7 +22,14 @@ from pai_threads.models import Message, Run, Thread
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.sql import convert, insert_sql, model_fields, qn
 
-__all__ = ["active_run", "fold_chunks", "insert_row", "scoped_thread", "touch_thread"]
+__all__ = [
+    "active_run",
+    "fold_chunks",
+    "insert_row",
+    "mark_stored",
+    "scoped_thread",
+    "touch_thread",
+]
 
 M = TypeVar("M", bound=Model)
 
@@ -38,8 +45,14 @@ def insert_row(obj: M) -> M:
         cursor.execute(sql, params)
         if auto is not None:
             setattr(obj, auto.attname, cursor.fetchone()[0])
+    return mark_stored(obj)
+
+
+def mark_stored(obj: M, using: str = DEFAULT_DB_ALIAS) -> M:
+    """Mark ``obj`` as loaded from ``using``, as ``save()`` leaves it: a later ``save()``
+    updates the row instead of inserting it again. For rows written without the ORM."""
     obj._state.adding = False
-    obj._state.db = DEFAULT_DB_ALIAS
+    obj._state.db = using
     return obj
 
 
