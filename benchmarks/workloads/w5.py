@@ -7,11 +7,11 @@ resynced from a snapshot gets the open message replayed from its first chunk, se
 :class:`benchmarks.stream_client.ClientStream`), delivery p99 (yielded -> received) under
 100 ms, and the worker's loop kept the model's pace (p99 of yielded - due under 100 ms: a
 loop too busy to read its provider's tokens in time cannot be said to hold the streams,
-however fast it forwards the late ones). CPU seconds and RSS growth per run are the worker process's own
-(``/proc``); the worker is daphne itself in the embedded arrangement, the Celery worker in
-the production one. A level that is not held runs a second time before it counts as a
-miss (a noisy neighbour on a shared machine can spoil one p99); the table shows the second
-attempt. With py-spy installed, the last level (the first not held) runs once
+however fast it forwards the late ones). CPU seconds and RSS growth per run are the worker
+process's own (``/proc``); the worker is daphne itself in the embedded arrangement, the
+Celery worker in the production one. A level that is not held runs a second time before it
+counts as a miss (a noisy neighbour on a shared machine can spoil one p99); the table shows
+the second attempt. With py-spy installed, the last level (the first not held) runs once
 more under the sampler, for the profile of the miss.
 """
 
