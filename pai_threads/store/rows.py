@@ -99,22 +99,25 @@ def scoped_thread(thread_id: str, scope_key: str) -> Thread | None:
     return Thread.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values()))
 
 
+# Stands for the thread id in the compiled statement below (a value no thread id takes).
+_THREAD = "\x00thread"
+
+
 @cache
-def _active_select(vendor: str) -> str:
-    table = qn(Run._meta.db_table)
-    # The condition of pai_one_active_run_per_thread, as Run.objects.active() writes it.
-    return (
-        f"SELECT {table}.{qn('id')}, {table}.{qn('status')} FROM {table} "  # noqa: S608
-        f"WHERE ({table}.{qn('active')} AND {table}.{qn('thread_id')} = %s) "
-        f"ORDER BY {table}.{qn('created_at')} ASC LIMIT 1"
-    )
+def _active_select(vendor: str) -> tuple[str, tuple[Any, ...]]:
+    """``Run.objects.active()``'s statement for one thread, compiled once by the ORM: the
+    condition must read as pai_one_active_run_per_thread's does for SQLite to use it, and
+    Django writes both differently by version ("active" on 5.2, "active" = 1 / = %s on 6)."""
+    rows = Run.objects.active().filter(thread_id=_THREAD).order_by("created_at")
+    return rows.values_list("id", "status")[:1].query.sql_with_params()
 
 
 def active_run(thread_id: str) -> Run | None:
     """The thread's active run (id and status loaded, the rest deferred), or None: what
     ``Run.objects.active().filter(thread=...).only("id", "status").first()`` returns."""
+    sql, params = _active_select(connection.vendor)
     with prepared_cursor() as cursor:
-        cursor.execute(_active_select(connection.vendor), [thread_id])
+        cursor.execute(sql, [thread_id if p == _THREAD else p for p in params])
         row = cursor.fetchone()
     return None if row is None else Run.from_db(DEFAULT_DB_ALIAS, ["id", "status"], list(row))
 
