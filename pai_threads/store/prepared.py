@@ -18,6 +18,7 @@ older than 1.21), set ``PAI["PREPARED_STATEMENTS"] = False``.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -31,23 +32,20 @@ __all__ = ["prepared_cursor"]
 # high makes psycopg prepare only what is asked for.
 _ONLY_WHEN_ASKED = 2**31 - 1
 
-_cursor_class: type[Any] | None = None
 
-
+@cache
 def _preparing_cursor_class() -> type[Any]:
     """A psycopg cursor with server-side binding (Django's ``ServerBindingCursor`` adds only
-    ``callproc``) that prepares every statement it executes."""
-    global _cursor_class
-    if _cursor_class is None:
-        import psycopg
+    ``callproc``) that prepares every statement it executes; built on first use (psycopg is
+    imported only on PostgreSQL)."""
+    import psycopg
 
-        class PreparingCursor(psycopg.Cursor[Any]):
-            def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-                kwargs.setdefault("prepare", True)
-                return super().execute(query, params, **kwargs)
+    class PreparingCursor(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            kwargs.setdefault("prepare", True)
+            return super().execute(query, params, **kwargs)
 
-        _cursor_class = PreparingCursor
-    return _cursor_class
+    return PreparingCursor
 
 
 class _DebugWrapper(CursorDebugWrapper):
