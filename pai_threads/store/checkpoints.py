@@ -7,9 +7,15 @@ step's open message, it is still the thread's tail (MF-043: no message after it)
 lease still holds (a locking ``EXISTS`` on the run row, as every fenced write). It returns
 only whether input is queued, the one fact the caller reads: not the parts it just wrote.
 
-Its text is built once per database vendor: building it through the ORM cost more than
+The first checkpoint of a step (:func:`insert_open_message`) is one prebuilt ``INSERT ...
+SELECT`` too, fenced the same way, and inserting only while the thread has no open message:
+a step that resumes a crashed execution's open row, a lost lease or another open message
+inserts nothing, and the store's ORM path tells which.
+
+Their text is built once per database vendor: building it through the ORM cost more than
 running it (the ``~Exists`` tail check alone ~0.6 ms of CPU per checkpoint on SQLite, with
-200 live streams a quarter of the server's samples; docs/benchmarks.md).
+200 live streams a quarter of the server's samples; the ORM's first checkpoint, fence,
+UPDATE and ``create``, a fifth at 400; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from django.utils import timezone
 from pai_agents.engine.store import Lease
 from pai_threads.models import Message
 from pai_threads.store.prepared import prepared_cursor
-from pai_threads.store.sql import held_exists_sql, model_fields, qn, queued_sql
+from pai_threads.store.sql import held_exists_sql, insert_sql, model_fields, qn, queued_sql
 
-__all__ = ["checkpoint_open_parts"]
+__all__ = ["checkpoint_open_parts", "insert_open_message"]
 
 _FIELDS = model_fields(Message, ("parts", "updated_at"))
 
@@ -76,3 +82,37 @@ def checkpoint_open_parts(lease: Lease, *, step_index: int, parts: Any) -> bool 
         cursor.execute(_checkpoint_update(conn.vendor, held, queued), params)
         row = cursor.fetchone()
     return None if row is None else bool(row[0])
+
+
+@cache
+def _no_open_message(vendor: str, held: str) -> str:
+    """The ``INSERT ... SELECT``'s source: one row while the lease holds and the thread has
+    no open message (the one-open-message index answers the probe)."""
+    table = qn(Message._meta.db_table)
+    return (
+        f"(SELECT 1 AS {qn('one')}) {qn('pai_one')} WHERE {held} AND NOT EXISTS "  # noqa: S608
+        f"(SELECT 1 FROM {table} {qn('open')} WHERE {qn('open')}.{qn('thread_id')} = %s "
+        f"AND {qn('open')}.{qn('status')} = %s)"
+    )
+
+
+def insert_open_message(lease: Lease, row: Message) -> bool | None:
+    """Insert ``row`` (an open step message) under ``lease`` while its thread has no open
+    message: whether input is queued, or None when nothing was inserted (the lease is lost,
+    or an open message exists: the caller's ORM path updates or refuses it)."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    held, held_params = held_exists_sql(lease)
+    source = _no_open_message(conn.vendor, held)
+    insert, insert_params = insert_sql(row, source=source)
+    queued, queued_params = queued_sql(_tail_column(conn.vendor))
+    params = [
+        *insert_params,
+        *held_params,
+        lease.thread_id,
+        Message.Status.OPEN.value,
+        *queued_params,
+    ]
+    with prepared_cursor() as cursor:
+        cursor.execute(f"{insert} RETURNING {queued}", params)
+        found = cursor.fetchone()
+    return None if found is None else bool(found[0])

@@ -40,7 +40,7 @@ from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
 from pai_threads.models import Message, PendingAction, QueueItem, Step
 from pai_threads.store.admission import lock_thread
-from pai_threads.store.checkpoints import checkpoint_open_parts
+from pai_threads.store.checkpoints import checkpoint_open_parts, insert_open_message
 from pai_threads.store.claims import claimed_run, lease_of
 from pai_threads.store.context_reads import context_rows
 from pai_threads.store.db import run_db as _db
@@ -146,9 +146,17 @@ class ORMThreadStore:
             if step in self._open_steps:
                 # This store opened the row: one prebuilt, self-fencing statement updates it.
                 queued = checkpoint_open_parts(lease, step_index=step_index, parts=parts)
+            else:
+                # The step's first checkpoint: one prebuilt, self-fencing INSERT, unless the
+                # thread has an open message (this step's, left by a crashed execution).
+                row = Message(**output_message(lease, message, step_index))
+                row.status = Message.Status.OPEN
+                queued = insert_open_message(lease, row)
                 if queued is not None:
-                    self.facts.queue_observed(lease.run_id, queued)
-                    return
+                    self._open_steps.add(step)
+            if queued is not None:
+                self.facts.queue_observed(lease.run_id, queued)
+                return
             later = Message.objects.filter(thread_id=lease.thread_id, pk__gt=OuterRef("pk"))
             rows = Message.objects.filter(
                 run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN

@@ -185,3 +185,44 @@ def test_single_statement_writes_are_fenced_by_the_lease() -> None:
     assert after == before
     run = Run.objects.get(id=sent.run.id)
     assert (run.lease_owner, run.lease_token, run.step_count) == ("w2", fresh.token, 1)
+
+
+def test_every_checkpoint_of_a_step_is_one_fenced_statement() -> None:
+    """A step's first checkpoint inserts its open message in one statement, as later ones
+    update it in one (no transaction, no ORM fence); a stale lease's first checkpoint inserts
+    nothing, and one of a step whose open row a crashed execution left updates that row."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    from pai_agents.engine.store import LeaseLost
+    from pai_threads.store.thread_store import ORMThreadStore
+
+    identity = Identity(scope_key="budget", data={})
+    thread = services.create_thread(identity)
+    sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
+    assert sent.run is not None
+    crashed = ORMThreadStore()
+    stale = crashed.claim_run_sync(sent.run.id, owner="w1", lease_seconds=60).lease
+
+    def parts(text: str) -> dict[str, Any]:
+        part = {"type": "text", "text": text, "state": "streaming"}
+        return {"id": "a1", "role": "assistant", "parts": [part]}
+
+    for text in ("first", "second"):
+        with CaptureQueriesContext(connections["default"]) as captured:
+            crashed.checkpoint_message_sync(stale, message=parts(text), step_index=0)
+        assert len(captured.captured_queries) == 1, captured.captured_queries
+        assert Message.objects.get(message_id="a1").parts[0]["text"] == text
+
+    Run.objects.filter(id=sent.run.id).update(lease_expires_at=timezone.now() - timedelta(1))
+    taken = ORMThreadStore()
+    fresh = taken.claim_run_sync(sent.run.id, owner="w2", lease_seconds=60).lease
+    with pytest.raises(LeaseLost):
+        ORMThreadStore().checkpoint_message_sync(stale, message=parts("stale"), step_index=1)
+    assert not Message.objects.filter(run=sent.run, step_index=1).exists()
+    # The new owner's first checkpoint of step 0 finds the crashed execution's open row.
+    taken.checkpoint_message_sync(fresh, message=parts("resumed"), step_index=0)
+    rows = Message.objects.filter(run=sent.run, relation=Message.Relation.OUTPUT)
+    assert [(m.message_id, m.status, m.parts[0]["text"]) for m in rows] == [
+        ("a1", Message.Status.OPEN, "resumed")
+    ]
