@@ -328,10 +328,13 @@ async def _consume(
     summary: dict[str, Any] = {
         "provider": model.provider,
         "modelId": model.model_id,
-        "settings": dict(request.model_settings),
-        "tools": list(request.tools),
         "messageCount": len(request.messages),
     }
+    # Only what was given: every Step row stores this (W2 counts its WAL bytes).
+    if request.model_settings:
+        summary["settings"] = dict(request.model_settings)
+    if request.tools:
+        summary["tools"] = list(request.tools)
     if request.tool_choice is not None:
         summary["toolChoice"] = request.tool_choice
     if request.provider_tools:

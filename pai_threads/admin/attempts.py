@@ -41,7 +41,7 @@ def _ending(attempt: RunAttempt) -> SafeString:
         css,
         attempt.get_ended_display(),
         attempt.ended_at.isoformat(timespec="seconds") if attempt.ended_at else "?",
-        attempt.reason or "no reason recorded",
+        attempt.explanation() or "no reason recorded",
     )
 
 

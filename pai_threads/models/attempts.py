@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
-__all__ = ["RunAttempt"]
+__all__ = ["USUAL_REASONS", "RunAttempt"]
 
 
 class RunAttempt(models.Model):
@@ -37,6 +37,8 @@ class RunAttempt(models.Model):
     claimed_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     ended = models.CharField(max_length=16, choices=End.choices, blank=True, default="")
+    # Only what ``ended`` does not say already (a takeover's, a lost lease's): the usual
+    # ends store none (a run writes this row at every end) and :meth:`explanation` names them.
     reason = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
@@ -47,3 +49,18 @@ class RunAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} attempt {self.number}"
+
+    def explanation(self) -> str:
+        """Why the attempt ended, as operators read it: the stored reason, else what the
+        way it ended means (never private error details: those stay on the run)."""
+        return self.reason or USUAL_REASONS.get(self.ended, "")
+
+
+#: What each usual way of ending means (the stored ``reason`` is empty for these).
+USUAL_REASONS: dict[str, str] = {
+    RunAttempt.End.COMPLETED: "the run completed",
+    RunAttempt.End.FAILED: "the run failed (its error is on the run)",
+    RunAttempt.End.CANCELLED: "cancel requested",
+    RunAttempt.End.BLOCKED: "blocked by the agent's lifecycle",
+    RunAttempt.End.WAITING: "waiting for an approval or a client tool",
+}

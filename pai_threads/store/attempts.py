@@ -20,12 +20,13 @@ from django.db.models import Exists, OuterRef
 
 from pai_agents.engine.store import Lease
 from pai_threads.models import Run, RunAttempt
+from pai_threads.models.attempts import USUAL_REASONS
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import insert_row
 from pai_threads.store.sql import insert_sql, lease_expired, model_fields, qn
 
 __all__ = [
-    "END_REASONS",
+    "END_STATUSES",
     "AttemptEnd",
     "attempt_end",
     "claim_attempt_ctes",
@@ -37,14 +38,9 @@ __all__ = [
 
 End = RunAttempt.End
 
-#: What the run's status says about why its attempt ended (never private error details).
-END_REASONS: dict[str, str] = {
-    End.COMPLETED: "the run completed",
-    End.FAILED: "the run failed (its error is on the run)",
-    End.CANCELLED: "cancel requested",
-    End.BLOCKED: "blocked by the agent's lifecycle",
-    End.WAITING: "waiting for an approval or a client tool",
-}
+#: The run statuses that end an attempt: stored with no reason (``ended`` says it all;
+#: ``RunAttempt.explanation`` names it).
+END_STATUSES = frozenset(USUAL_REASONS)
 TAKEN_OVER = "still open when a new claim took the run (lease expired or run re-queued)"
 LEASE_LOST = "lease expired without a heartbeat; the sweeper re-dispatched the run"
 
@@ -54,8 +50,8 @@ AttemptEnd = tuple[str, str]
 def attempt_end(changes: dict[str, Any]) -> AttemptEnd | None:
     """(how, reason) when a fencing write's ``changes`` end the attempt; else None."""
     status = changes.get("status")
-    if status in END_REASONS:
-        return str(status), END_REASONS[str(status)]
+    if status in END_STATUSES:
+        return str(status), ""
     return None
 
 
