@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -116,15 +117,51 @@ def save_evidence(browser: Any, name: str) -> None:
         path.with_suffix(".json").write_text(json.dumps(facts, indent=2))
 
 
+_ACCESS_LINE = re.compile(r'^\S+ - - \[[^]]+\] "')
+
+
+def print_server_evidence(server: DaphneServer, thread_ids: set[str]) -> None:
+    """Print (into the failure's report, which CI shows) the server's log lines other than
+    its access log, and the runs and attempts of the pages' threads as its database holds
+    them: whether a run that a page still showed running had ended on the server."""
+    lines = [ln for ln in server.log_text().splitlines() if not _ACCESS_LINE.match(ln)]
+    print(f"server log ({server.log_path}), without access lines, last 60:")
+    print("\n".join(lines[-60:]) or "(empty)")
+    database = server.env.get("DATABASE_URL", "")
+    if not database.startswith("sqlite:///") or not thread_ids:
+        return
+    marks = ", ".join("?" * len(thread_ids))
+    with sqlite3.connect(f"file:{database.removeprefix('sqlite:///')}?mode=ro", uri=True) as db:
+        for table, columns in (
+            ("pai_threads_run", "id, status, cancel_requested_at, lease_owner, lease_expires_at"),
+            ("pai_threads_runattempt", "run_id, number, ended, ended_at, reason"),
+        ):
+            where = (
+                f"thread_id IN ({marks})"
+                if table == "pai_threads_run"
+                else f"run_id IN (SELECT id FROM pai_threads_run WHERE thread_id IN ({marks}))"
+            )
+            rows = db.execute(f"SELECT {columns} FROM {table} WHERE {where}", [*thread_ids])
+            print(f"{table} ({columns}):", *rows, sep="\n  ")
+
+
 @pytest.fixture(autouse=True)
 def evidence(request: pytest.FixtureRequest) -> Generator[None]:
-    """On failure, save what the browser showed; then close what the test left open."""
+    """On failure, save what the browser showed and print the server's side; then close
+    what the test left open."""
     yield
     if "browser" not in request.fixturenames:
         return
     browser = request.getfixturevalue("browser")
     if request.node.stash.get(_FAILED, False):
         save_evidence(browser, request.node.name)
+        if "server" in request.fixturenames:
+            pages = [page for context in browser.contexts for page in context.pages]
+            threads = {m[1] for p in pages if (m := re.search(r"thread=(thr_\w+)", p.url))}
+            try:
+                print_server_evidence(request.getfixturevalue("server"), threads)
+            except Exception as exc:  # evidence must never hide the failure itself
+                print(f"no server evidence: {exc!r}")
     for context in browser.contexts:
         context.close()
 
