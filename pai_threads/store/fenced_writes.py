@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils import timezone
 
 from pai_agents.engine.store import (
@@ -74,6 +75,7 @@ __all__ = [
     "message_of",
     "outcome_changes",
     "output_message",
+    "replace_open",
     "run_column",
     "stored_parts",
     "update_parts",
@@ -255,6 +257,35 @@ def update_parts(
     if row is None:
         return None
     return _message_row(row[:-1]), bool(row[-1])
+
+
+# What a step's commit writes into its open row (a checkpoint's, or a dead attempt's).
+_REPLACED = ("message_id", "parts", "metadata", "usage", "diagnostics", "status", "updated_at")
+_REPLACED_FIELDS = model_fields(Message, _REPLACED)
+
+
+@cache
+def _replace_open(vendor: str) -> str:
+    table = Message._meta.db_table
+    sets = ", ".join(f"{qn(name)} = %s" for name in _REPLACED)
+    where = " AND ".join(
+        f"{column_of(table, name)} = %s" for name in ("run_id", "step_index", "status")
+    )
+    returning = returning_sql(_MESSAGE_FIELDS, table)
+    return f"UPDATE {qn(table)} SET {sets} WHERE ({where}) RETURNING {returning}"  # noqa: S608
+
+
+def replace_open(lease: Lease, fields: dict[str, Any], step_index: int) -> Message | None:
+    """Commit the step's open row as ``fields`` say, in the caller's fenced transaction:
+    one prebuilt UPDATE returning the row (None when the step has no open row)."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    values = {**fields, "status": Message.Status.COMMITTED, "updated_at": timezone.now()}
+    params = [f.get_db_prep_save(values[f.attname], connection=conn) for f in _REPLACED_FIELDS]
+    params += [lease.run_id, step_index, Message.Status.OPEN.value]
+    with prepared_cursor() as cursor:
+        cursor.execute(_replace_open(conn.vendor), params)
+        row = cursor.fetchone()
+    return None if row is None else _message_row(row)
 
 
 @dataclass(frozen=True)

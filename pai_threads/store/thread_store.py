@@ -54,6 +54,7 @@ from pai_threads.store.fenced_writes import (
     message_of,
     outcome_changes,
     output_message,
+    replace_open,
     run_column,
     stored_parts,
     update_parts,
@@ -61,6 +62,7 @@ from pai_threads.store.fenced_writes import (
 )
 from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetadata
 from pai_threads.store.prepared import prepared_cursor
+from pai_threads.store.rows import insert_row, mark_stored
 from pai_threads.store.run_facts import RunFacts
 from pai_threads.store.sql import (
     fence,
@@ -242,36 +244,19 @@ class ORMThreadStore:
         run_changes: dict[str, Any],
         outcome: RunOutcome | None,
     ) -> tuple[Fenced, Message]:
-        """A checkpoint's (or a dead attempt's) open row becomes the committed message."""
+        """A checkpoint's (or a dead attempt's) open row becomes the committed message:
+        prebuilt statements (every streamed answer longer than a checkpoint ends here)."""
         with transaction.atomic():
             ends = before_end(lease, outcome)
             fenced = fence_returning(lease, run_changes, sides=ends)
-            row = Message.objects.filter(
-                run_id=lease.run_id, step_index=step_row.index, status=Message.Status.OPEN
-            ).first()
-            if row is not None:
-                row.message_id, row.parts = fields["message_id"], fields["parts"]
-                row.metadata = fields["metadata"]
-                row.usage, row.diagnostics = fields["usage"], fields["diagnostics"]
-                row.status = Message.Status.COMMITTED
-                row.save(
-                    update_fields=[
-                        "message_id",
-                        "parts",
-                        "metadata",
-                        "usage",
-                        "diagnostics",
-                        "status",
-                        "updated_at",
-                    ]
-                )
-            else:
-                row = Message.objects.create(**fields)
-            step_row.message, step_row.attempt = row, fenced.run.attempt
-            step_row.save(force_insert=True)
+            row = replace_open(lease, fields, step_row.index)
+            if row is None:
+                row = insert_row(Message(**fields))
+            step_row.message_id, step_row.attempt = row.pk, fenced.run.attempt
+            insert_row(step_row)
             if ends:
                 after_end(lease, fenced)
-        return fenced, row
+        return fenced, mark_stored(row)
 
     def update_message_sync(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None

@@ -226,3 +226,50 @@ def test_every_checkpoint_of_a_step_is_one_fenced_statement() -> None:
     assert [(m.message_id, m.status, m.parts[0]["text"]) for m in rows] == [
         ("a1", Message.Status.OPEN, "resumed")
     ]
+
+
+def test_a_checkpointed_steps_commit_replaces_its_open_row_in_three_statements() -> None:
+    """A streamed answer longer than a checkpoint ends by committing its open row: the
+    fencing UPDATE, the row's UPDATE (returning it, no read first) and the Step INSERT."""
+    from datetime import UTC, datetime
+
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    from pai_agents.engine.store import StepRecord
+    from pai_threads.models import Step
+    from pai_threads.store.thread_store import ORMThreadStore
+
+    identity = Identity(scope_key="budget", data={})
+    thread = services.create_thread(identity)
+    sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
+    assert sent.run is not None
+    store = ORMThreadStore()
+    lease = store.claim_run_sync(sent.run.id, owner="w1", lease_seconds=60).lease
+    streaming = {"type": "text", "text": "so", "state": "streaming"}
+    store.checkpoint_message_sync(
+        lease, message={"id": "a1", "role": "assistant", "parts": [streaming]}, step_index=0
+    )
+    now = datetime.now(UTC)
+    step = StepRecord(
+        index=0, message_id="a1", request={}, usage={"outputTokens": 2}, finish_reason="stop",
+        started_at=now, finished_at=now,
+    )  # fmt: skip
+    done = {"type": "text", "text": "so far", "state": "done"}
+    with CaptureQueriesContext(connections["default"]) as captured:
+        store.commit_step_sync(
+            lease,
+            message={"id": "a1", "role": "assistant", "parts": [done]},
+            step=step,
+            outcome=None,
+            replace_open=True,
+        )
+    statements = [q["sql"] for q in captured.captured_queries]
+    writes = [sql for sql in statements if sql.split()[0] in ("UPDATE", "INSERT", "SELECT")]
+    assert [sql.split()[0] for sql in writes] == ["UPDATE", "UPDATE", "INSERT"], statements
+    rows = Message.objects.filter(run=sent.run, relation=Message.Relation.OUTPUT)
+    assert [(m.message_id, m.status, m.parts, m.usage) for m in rows] == [
+        ("a1", Message.Status.COMMITTED, [done], {"outputTokens": 2})
+    ]
+    stored = Step.objects.get(run_id=sent.run.id, index=0)
+    assert (stored.message_id, stored.attempt) == (rows[0].pk, 1)
