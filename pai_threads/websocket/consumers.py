@@ -35,6 +35,7 @@ from pai_threads.realtime.conf import realtime_setting
 from pai_threads.realtime.link import LayerLink, Outage, retry_transport
 from pai_threads.realtime.notify import MESSAGE_TYPE, group_name, register_subscriber_loop
 from pai_threads.realtime.sync import Cursor, FoldGuard, Resync, open_frames
+from pai_threads.store.db import run_db
 from pai_threads.websocket.commands import run_command
 from pai_threads.websocket.frames import (
     FrameError,
@@ -264,7 +265,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         identity = self.identity
 
         async def load() -> dict[str, Any]:
-            return await database_sync_to_async(build_snapshot)(identity, self.thread_id)
+            return await run_db(build_snapshot, identity, self.thread_id)  # kept connections
 
         buffer = get_buffer()
         frames, last = await open_frames(buffer, self.thread_id, since=since, load_snapshot=load)
