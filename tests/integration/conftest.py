@@ -68,3 +68,22 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
     return events
+
+
+@pytest.fixture
+def queued_w1_run() -> str:
+    """A queued run of the W1 benchmark agent (a tool round trip), sent with dispatch off:
+    the test executes it (or claims it) itself."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from benchmarks.agents import w1_agent
+    from benchmarks.workloads.common import USER_MESSAGE
+    from pai_threads import services
+
+    identity = Identity(scope_key="queued-w1", data={})
+    with override_settings(PAI={**settings.PAI, "AGENTS": [w1_agent]}):
+        thread = services.create_thread(identity, agent=w1_agent.name)
+        sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
+    assert sent.run is not None
+    return sent.run.id

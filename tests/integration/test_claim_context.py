@@ -16,17 +16,12 @@ from django.conf import settings
 from django.test import override_settings
 
 from benchmarks.agents import w1_agent, w1_lifecycle_agent
-from benchmarks.workloads.common import USER_MESSAGE
 from pai_agents.engine.store import StepRecord
-from pai_threads import services
 from pai_threads.execution.execute import context_follows_claim
-from pai_threads.identity import Identity
 from pai_threads.store.db import StoreThreads, swap_store_threads
 from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-IDENTITY = Identity(scope_key="claim-context", data={})
 
 
 class CountingThreads(StoreThreads):
@@ -48,15 +43,6 @@ def counted() -> Any:
     threads.stop()
 
 
-@pytest.fixture
-def run_id() -> str:
-    with override_settings(PAI={**settings.PAI, "AGENTS": [w1_agent]}):
-        thread = services.create_thread(IDENTITY, agent=w1_agent.name)
-        sent = services.send(IDENTITY, thread.id, USER_MESSAGE, dispatch=False)
-    assert sent.run is not None
-    return sent.run.id
-
-
 def test_only_an_agent_without_prepare_run_reads_its_context_with_the_claim() -> None:
     agents = [w1_agent, w1_lifecycle_agent]
     with override_settings(PAI={**settings.PAI, "AGENTS": agents}):
@@ -66,12 +52,12 @@ def test_only_an_agent_without_prepare_run_reads_its_context_with_the_claim() ->
 
 
 def test_the_first_load_after_the_claim_needs_no_thread_hop(
-    counted: CountingThreads, run_id: str
+    counted: CountingThreads, queued_w1_run: str
 ) -> None:
     store = ORMThreadStore(context_on_claim=lambda name: True)
 
     async def go() -> tuple[list[Any], list[Any]]:
-        claim = await store.claim_run(run_id, owner="test", lease_seconds=30)
+        claim = await store.claim_run(queued_w1_run, owner="test", lease_seconds=30)
         first = await store.load_context(claim.lease)
         second = await store.load_context(claim.lease)
         return first, second
@@ -83,7 +69,7 @@ def test_the_first_load_after_the_claim_needs_no_thread_hop(
 
 
 def test_a_write_before_the_first_load_drops_the_claimed_context(
-    counted: CountingThreads, run_id: str
+    counted: CountingThreads, queued_w1_run: str
 ) -> None:
     store = ORMThreadStore(context_on_claim=lambda name: True)
     answer: dict[str, Any] = {
@@ -103,7 +89,7 @@ def test_a_write_before_the_first_load_drops_the_claimed_context(
     )
 
     async def go() -> list[Any]:
-        claim = await store.claim_run(run_id, owner="test", lease_seconds=30)
+        claim = await store.claim_run(queued_w1_run, owner="test", lease_seconds=30)
         await store.commit_step(claim.lease, message=answer, step=step)  # type: ignore[arg-type]
         return await store.load_context(claim.lease)
 

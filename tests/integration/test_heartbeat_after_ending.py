@@ -14,31 +14,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.conf import settings
-from django.test import override_settings
 from django.utils import timezone
 
 from benchmarks.agents import w1_agent
-from benchmarks.workloads.common import USER_MESSAGE
 from pai_agents.engine.runner import RunEngine
 from pai_agents.engine.store import Lease, LeaseLost, RunOutcome, RunSignals
-from pai_threads import services
-from pai_threads.identity import Identity
 from pai_threads.models import Run
 from pai_threads.store.thread_store import ORMThreadStore
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-IDENTITY = Identity(scope_key="late-heartbeat", data={})
-
-
-@pytest.fixture
-def run_id() -> str:
-    with override_settings(PAI={**settings.PAI, "AGENTS": [w1_agent]}):
-        thread = services.create_thread(IDENTITY, agent=w1_agent.name)
-        sent = services.send(IDENTITY, thread.id, USER_MESSAGE, dispatch=False)
-    assert sent.run is not None
-    return sent.run.id
 
 
 class LateHeartbeatStore(ORMThreadStore):
@@ -71,27 +55,27 @@ class LateHeartbeatStore(ORMThreadStore):
 
 
 def test_a_heartbeat_after_the_final_commit_does_not_abandon_the_completed_run(
-    run_id: str,
+    queued_w1_run: str,
 ) -> None:
     store = LateHeartbeatStore()
 
     async def execute() -> RunOutcome:
-        claim = await store.claim_run(run_id, owner="w", lease_seconds=3)
+        claim = await store.claim_run(queued_w1_run, owner="w", lease_seconds=3)
         engine = RunEngine(agent=w1_agent, store=store, lease_seconds=3)
         return await engine.run_episode(claim)
 
     outcome = asyncio.run(execute())
     assert outcome.status == "completed"
     assert len(store.beats) == 1 and isinstance(store.beats[0], LeaseLost)  # the contract
-    assert Run.objects.get(pk=run_id).status == "completed"
+    assert Run.objects.get(pk=queued_w1_run).status == "completed"
 
 
-def test_a_lease_another_worker_took_is_still_reported_lost(run_id: str) -> None:
+def test_a_lease_another_worker_took_is_still_reported_lost(queued_w1_run: str) -> None:
     ours = ORMThreadStore()
-    claim = asyncio.run(ours.claim_run(run_id, owner="a", lease_seconds=60))
+    claim = asyncio.run(ours.claim_run(queued_w1_run, owner="a", lease_seconds=60))
     expired = timezone.now() - timedelta(seconds=1)
-    Run.objects.filter(pk=run_id).update(lease_expires_at=expired)
-    asyncio.run(ORMThreadStore().claim_run(run_id, owner="b", lease_seconds=60))
+    Run.objects.filter(pk=queued_w1_run).update(lease_expires_at=expired)
+    asyncio.run(ORMThreadStore().claim_run(queued_w1_run, owner="b", lease_seconds=60))
 
     async def after_the_takeover() -> None:
         with pytest.raises(LeaseLost):
@@ -103,4 +87,4 @@ def test_a_lease_another_worker_took_is_still_reported_lost(run_id: str) -> None
             await ours.heartbeat(claim.lease, lease_seconds=60)
 
     asyncio.run(after_the_takeover())
-    assert Run.objects.get(pk=run_id).lease_owner == "b"
+    assert Run.objects.get(pk=queued_w1_run).lease_owner == "b"
