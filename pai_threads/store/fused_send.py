@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from pai_threads.models import Message, Run, Thread
 from pai_threads.store.prepared import prepared_cursor
-from pai_threads.store.rows import mark_stored
+from pai_threads.store.rows import active_run_exists, mark_stored
 from pai_threads.store.sql import insert_sql, model_fields, qn
 
 __all__ = ["FusedSend", "can_fuse_send", "start_run_fused"]
@@ -49,11 +49,11 @@ def can_fuse_send() -> bool:
 
 
 @cache
-def _gate(vendor: str, check_duplicate: bool) -> str:
+def _gate(vendor: str, check_duplicate: bool, active: str) -> str:
     """The CTEs before the inserts: ``pai_touch`` (the thread's row lock and
-    ``updated_at``) and ``pai_go`` (a row when both inserts may run: no active run, found
-    by the condition of pai_one_active_run_per_thread, and no such message id yet)."""
-    thread, run, message = (qn(m._meta.db_table) for m in (Thread, Run, Message))
+    ``updated_at``) and ``pai_go`` (a row when both inserts may run: no ``active`` run,
+    read as a send's locking path reads it, and no such message id yet)."""
+    thread, message = (qn(m._meta.db_table) for m in (Thread, Message))
     duplicate = (
         f" AND NOT EXISTS (SELECT 1 FROM {message} WHERE {message}.{qn('thread_id')} = %s "  # noqa: S608
         f"AND {message}.{qn('message_id')} = %s)"
@@ -64,9 +64,7 @@ def _gate(vendor: str, check_duplicate: bool) -> str:
     return (
         f"pai_touch AS (UPDATE {thread} SET {qn('updated_at')} = %s "  # noqa: S608
         f"WHERE {thread}.{qn('id')} = %s RETURNING {thread}.{qn('id')}), "
-        f"pai_go AS (SELECT 1 FROM pai_touch WHERE NOT EXISTS (SELECT 1 FROM {run} "
-        f"WHERE {run}.{qn('active')} AND {run}.{qn('thread_id')} = %s)"
-        f"{duplicate})"
+        f"pai_go AS (SELECT 1 FROM pai_touch WHERE NOT {active}{duplicate})"
     )
 
 
@@ -77,14 +75,15 @@ def start_run_fused(thread: Thread, run: Run, message: Message, *, client_id: bo
     as :func:`~pai_threads.store.rows.insert_row` leaves them. Call only when
     :func:`can_fuse_send`."""
     now = _THREAD_UPDATED_AT.get_db_prep_save(timezone.now(), connection)
-    params: list[Any] = [now, thread.pk, thread.pk]
+    active, active_params = active_run_exists(thread.pk)
+    params: list[Any] = [now, thread.pk, *active_params]
     if client_id:
         params += [thread.pk, message.message_id]
     run_sql, run_params = insert_sql(run, source="pai_go")
     message_sql, message_params = insert_sql(message, source="pai_run", returning=_MESSAGE_KEY)
     run_key = f"{qn(Run._meta.db_table)}.{qn('id')}"
     sql = (
-        f"WITH {_gate(connection.vendor, client_id)}, "  # noqa: S608
+        f"WITH {_gate(connection.vendor, client_id, active)}, "  # noqa: S608
         f"pai_run AS ({run_sql} RETURNING {run_key}), "
         f"pai_message AS ({message_sql}) "
         "SELECT (SELECT count(*) FROM pai_touch), (SELECT * FROM pai_message)"

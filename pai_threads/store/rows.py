@@ -24,6 +24,7 @@ from pai_threads.store.sql import convert, insert_sql, model_fields, qn
 
 __all__ = [
     "active_run",
+    "active_run_exists",
     "fold_chunks",
     "insert_row",
     "mark_stored",
@@ -120,6 +121,13 @@ def active_run(thread_id: str) -> Run | None:
         cursor.execute(sql, [thread_id if p == _THREAD else p for p in params])
         row = cursor.fetchone()
     return None if row is None else Run.from_db(DEFAULT_DB_ALIAS, ["id", "status"], list(row))
+
+
+def active_run_exists(thread_id: str) -> tuple[str, list[Any]]:
+    """``EXISTS`` the thread's active run, as :func:`active_run` reads it (the active-run
+    index's condition, as this Django version writes it), for statements that embed it."""
+    sql, params = _active_select(connection.vendor)
+    return f"EXISTS ({sql})", [thread_id if p == _THREAD else p for p in params]
 
 
 def fold_chunks(row: Message, chunks: Iterable[Mapping[str, Any]]) -> list[Any]:
