@@ -369,8 +369,12 @@ async def _consume(
         await generation.emit(*pending)
     await generation.emit(*translator.close_open_parts())
     summary["durationMs"] = round((time.perf_counter() - t0) * 1000, 3)
-    if translator.response:
-        summary["response"] = translator.response
+    # The provider's response metadata; its model only where it differs from the request's.
+    response = {
+        k: v for k, v in translator.response.items() if k != "modelId" or v != model.model_id
+    }
+    if response:
+        summary["response"] = response
     return summary
 
 
