@@ -50,9 +50,13 @@ def cancel_run(identity: Identity, run_id: str) -> Run:
         run = Run.objects.select_for_update().filter(id=run_id).first()
         if run is None:
             raise NotFound("run not found")  # its thread was deleted meanwhile
-        cancel_locked(run)
         # A running run reports its own end; a queued or waiting one stopped right here.
+        # Registered before cancel_locked's abort of a run executing in this process
+        # (on_commit callbacks run in order): the run's state is read and numbered before
+        # the run can end, never after its own end event (a stale "running" numbered last
+        # left every client showing the cancelled run running).
         publish_after_commit(thread_id, partial(run_and_side_state, thread_id, run.id))
+        cancel_locked(run)
     run.refresh_from_db()
     return run
 
