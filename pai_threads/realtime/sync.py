@@ -6,7 +6,8 @@ the active generation replayed from chunk index 0 (MF-028), then a ``synced`` fr
 sequence number live delivery continues from. :class:`Cursor` then admits live batches:
 duplicates are dropped, and a gap (the channel layer drops messages for full channels) is
 filled from the replay buffer, or raises :class:`Resync` when the buffer no longer has it.
-:class:`FoldGuard` withholds chunks a client has no ``generation.started`` for.
+:class:`FoldGuard` withholds chunks a client has no ``generation.started`` for, and a
+stale ``run.status`` that would take back a run's end.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pai_agents.engine.events import RunEvent
+from pai_agents.engine.store import TERMINAL_STATUSES
 from pai_threads.realtime.buffers import ActiveGeneration, ReplayBuffer
 
 __all__ = ["Cursor", "FoldGuard", "Resync", "open_frames", "replay_frames"]
@@ -153,16 +155,24 @@ class Cursor:
 
 
 class FoldGuard:
-    """Keeps chunks from a client that cannot fold them.
+    """Keeps frames from a client that cannot fold them.
 
     A client folds ``generation.message.chunk`` onto the shell its ``generation.started``
     (live or replayed) created. After a resync whose buffer lost a generation's start (a
     Redis restart mid-generation) the rest of that generation's chunks would land on
     nothing: they are withheld, and its ``generation.finished`` brings the whole message.
+
+    A run's end (``completed``, ``failed``, ``cancelled``, ``blocked``) is final, so a
+    ``run.status`` that would take a run the client saw end back to ``queued``, ``running``
+    or ``waiting`` is withheld too. An operation reads the run and publishes after its
+    commit; the run may end in between (a cancel whose abort ends a run in this process, a
+    worker ending it in another), and that stale read can be numbered after the end.
     """
 
     def __init__(self) -> None:
         self._started: set[str] = set()
+        # Runs seen ended: kept across resets (an end is a fact of the run, not of the view).
+        self._ended: set[str] = set()
 
     def reset(self) -> None:
         """A snapshot replaces the client's state: only replays that follow it count."""
@@ -170,10 +180,22 @@ class FoldGuard:
 
     def admit(self, frame: Frame) -> bool:
         kind = frame.get("type")
+        if kind == "generation.message.chunk":  # first: once per token
+            return str(frame.get("messageId")) in self._started
         if kind == "generation.started":
             self._started.add(str(frame.get("messageId")))
-        elif kind == "generation.message.chunk":
-            return str(frame.get("messageId")) in self._started
         elif kind == "generation.finished":
             self._started.discard(str(frame.get("messageId")))
+        elif kind == "run.status":
+            return self._run_status(str(frame.get("runId")), frame.get("status"))
+        elif kind == "snapshot":
+            for run in (frame.get("state") or {}).get("runs") or ():
+                if run.get("status") in TERMINAL_STATUSES:
+                    self._ended.add(str(run.get("id")))
         return True
+
+    def _run_status(self, run_id: str, status: Any) -> bool:
+        if status in TERMINAL_STATUSES:
+            self._ended.add(run_id)
+            return True
+        return run_id not in self._ended

@@ -10,13 +10,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from pai_agents.messages.reducer import reduce_chunks
-from tests.support.realtime import recv_until, start_server
+from pai_threads.events.types import queue_changed
+from pai_threads.realtime import delivery
+from tests.support.realtime import recv_until, redis_realtime, start_server
 from tests.support.server import Browser, DaphneServer
 from tests.support.thread_state import ThreadState
 
@@ -101,3 +103,50 @@ async def test_resume_mid_generation(server: DaphneServer) -> None:
     assert frames[0]["type"] == "resumed"
     assert any(f.get("replay") for f in frames)
     assert state.transcript() == stored
+
+
+@pytest.fixture
+async def publish_to_server(
+    request: pytest.FixtureRequest, settings: Any, server: DaphneServer
+) -> AsyncIterator[None]:
+    """This process publishes into the server's Redis buffer and channel layer."""
+    if "redis" not in request.node.callspec.id:
+        pytest.skip("needs the buffer and channel layer shared across processes (Redis)")
+    async with redis_realtime(settings, request.getfixturevalue("redis_url")):
+        yield
+
+
+async def test_a_stale_status_never_takes_back_a_run_end(
+    server: DaphneServer, publish_to_server: None
+) -> None:
+    """A cancel (or an answer) reads the run and publishes after its commit; the run may end
+    in between and the stale read be numbered after the end (the e2e cancel flake of issue
+    16). No client is told the ended run runs again: live, on a resume that replays both,
+    or after a snapshot."""
+    async with Browser(server) as alice:
+        thread_id = await alice.create_thread("slow")
+        async with alice.websocket(thread_id) as ws:
+            before = await recv_until(ws, lambda f: f["type"] == "synced")
+            await ws.send(json.dumps({"type": "send", "text": "hello"}))
+            end = (await recv_until(ws, _run_ended))[-1]
+            run_id = end["runId"]
+            stale = {**end, "status": "running", "run": {**end["run"], "status": "running"}}
+            stale.pop("seq")
+            marker = queue_changed(thread_id, {"items": []})
+            numbered = await delivery.publish(thread_id, [stale, marker])
+            assert [e["type"] for e in numbered] == ["run.status", "queue.changed"]
+            live = await recv_until(ws, lambda f: f.get("seq") == numbered[-1]["seq"])
+        async with alice.websocket(thread_id, since=before[-1]["seq"]) as ws:
+            resumed = await recv_until(ws, lambda f: f["type"] == "synced")
+        async with alice.websocket(thread_id) as ws:
+            fresh = await recv_until(ws, lambda f: f["type"] == "synced")
+
+    def statuses(frames: list[dict[str, Any]]) -> list[str]:
+        return [f["status"] for f in frames if f["type"] == "run.status" and f["runId"] == run_id]
+
+    assert statuses(live) == []
+    assert resumed[0]["type"] == "resumed"
+    assert statuses(resumed)[-1] == end["status"]
+    assert statuses(resumed).count(end["status"]) == 1
+    assert [r["status"] for r in fresh[0]["state"]["runs"] if r["id"] == run_id] == [end["status"]]
+    assert statuses(fresh) == []

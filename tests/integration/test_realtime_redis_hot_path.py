@@ -26,12 +26,13 @@ from redis.asyncio.client import Redis as AsyncRedis
 
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime import delivery
-from pai_threads.realtime.buffers import clear_cache, get_buffer
+from pai_threads.realtime.buffers import get_buffer
 from pai_threads.realtime.buffers.redis import RedisReplayBuffer
 from pai_threads.realtime.notify import MESSAGE_TYPE, group_name
 from pai_threads.realtime.redis_layer import RedisChannelLayer
 from pai_threads.realtime.redis_receive import ProcessReceiver
 from pai_threads.realtime.sync import open_frames
+from tests.support.realtime import redis_realtime
 
 pytestmark = [pytest.mark.redis]
 
@@ -60,20 +61,9 @@ def _started(thread_id: str) -> RunEvent:
 @pytest.fixture
 async def redis_layer(settings: Any, redis_url: str) -> AsyncIterator[str]:
     """Settings with the Redis buffer and PAI's Redis layer on the test database."""
-    settings.PAI = {**settings.PAI, "REALTIME_REDIS_URL": redis_url, "REALTIME_BUFFER": "redis"}
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_url]},
-        }
-    }
-    clear_cache()
-    yield redis_url
-    buffer = get_buffer()
-    assert isinstance(buffer, RedisReplayBuffer)
-    await buffer.aclose()
-    await get_channel_layer().close_pools()
-    clear_cache()
+    async with redis_realtime(settings, redis_url):
+        assert isinstance(get_buffer(), RedisReplayBuffer)
+        yield redis_url
 
 
 @pytest.fixture

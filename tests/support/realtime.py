@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from websockets.asyncio.client import ClientConnection
 from tests.support.server import DaphneServer
 from tests.support.workers import database_url_from_settings
 
-__all__ = ["recv", "recv_until", "server_fixture", "start_server"]
+__all__ = ["recv", "recv_until", "redis_realtime", "server_fixture", "start_server"]
 
 
 def server_fixture(name: str, **env: str) -> Any:
@@ -98,3 +99,30 @@ async def recv_until(
             sink(frame)
         if done(frame):
             return frames
+
+
+@contextlib.asynccontextmanager
+async def redis_realtime(settings: Any, redis_url: str) -> AsyncIterator[None]:
+    """This process's replay buffer and channel layer on Redis (PAI's layer), as a server
+    started with ``PAI_TEST_REALTIME_REDIS_URL`` has them; closed and forgotten after."""
+    from channels.layers import get_channel_layer
+
+    from pai_threads.realtime.buffers import clear_cache, get_buffer
+    from pai_threads.realtime.buffers.redis import RedisReplayBuffer
+
+    settings.PAI = {**settings.PAI, "REALTIME_REDIS_URL": redis_url, "REALTIME_BUFFER": "redis"}
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "pai_threads.realtime.redis_layer.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url]},
+        }
+    }
+    clear_cache()
+    try:
+        yield
+    finally:
+        buffer = get_buffer()
+        if isinstance(buffer, RedisReplayBuffer):
+            await buffer.aclose()
+        await get_channel_layer().close_pools()
+        clear_cache()

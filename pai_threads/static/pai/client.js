@@ -25,6 +25,8 @@ import {
 export { MessageReducer, joinSuspensions, projectReasoningSummaries, projectToolData } from "./reducer.js";
 
 const STREAMING = new Set(["queued", "running"]);
+// A run's end is final: a later status of an ended run is a stale read (see upsertRun).
+const RUN_ENDS = new Set(["completed", "failed", "cancelled", "blocked"]);
 
 /** PAI's reserved suspension part (pai_agents/messages/suspension_parts.py); never shown raw. */
 export const SUSPENSION = "data-pai-suspension";
@@ -247,6 +249,10 @@ export class ThreadConnection {
   upsertRun(s, run) {
     const index = s.runs.findIndex((r) => r.id === run.id);
     if (index >= 0) {
+      // An operation reads a run and publishes after its commit; the run may end in between
+      // and that stale read arrive after its end. The server withholds it; a client that
+      // resumed after seeing the end may still get it, and never takes the end back.
+      if (RUN_ENDS.has(s.runs[index].status) && !RUN_ENDS.has(run.status)) return;
       s.runs[index] = { ...s.runs[index], ...run };
       return;
     }
