@@ -350,14 +350,18 @@ def _claim_row(sql: str, params: list[Any]) -> Sequence[Any] | None:
         return cursor.fetchone()
 
 
-def output_message(lease: Lease, message: UIMessage, step_index: int) -> dict[str, Any]:
+def output_message(
+    lease: Lease, message: UIMessage, step_index: int, *, parts: Any = None
+) -> dict[str, Any]:
+    """A step message's row fields; ``parts``: its :func:`stored_parts` when the caller
+    has them already (checked and copied once per checkpoint)."""
     return {
         "message_id": message["id"],
         "thread_id": lease.thread_id,
         "scope_key": lease.scope_key,
         "run_id": lease.run_id,
         "role": message["role"],
-        "parts": stored_parts(message),
+        "parts": stored_parts(message) if parts is None else parts,
         # A hook response's public metadata (checked in synthetic.response_metadata), as it
         # streamed in ``start``: stored, so the committed row equals the live one (LC-108).
         "metadata": ensure_strict_json(

@@ -151,7 +151,7 @@ class ORMThreadStore:
             else:
                 # The step's first checkpoint: one prebuilt, self-fencing INSERT, unless the
                 # thread has an open message (this step's, left by a crashed execution).
-                row = Message(**output_message(lease, message, step_index))
+                row = Message(**output_message(lease, message, step_index, parts=parts))
                 row.status = Message.Status.OPEN
                 queued = insert_open_message(lease, row)
                 if queued is not None:
@@ -167,7 +167,7 @@ class ORMThreadStore:
                 fence(lease)
                 if not rows.update(parts=parts, updated_at=timezone.now()):
                     Message.objects.create(
-                        **output_message(lease, message, step_index),
+                        **output_message(lease, message, step_index, parts=parts),
                         status=Message.Status.OPEN,
                     )
             self._open_steps.add(step)

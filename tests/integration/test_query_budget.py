@@ -52,6 +52,15 @@ BUDGET: dict[str, dict[str, dict[str, tuple[int, int]]]] = {
 }
 
 
+def _queued_run() -> Run:
+    """A run queued by a send on a new thread of the default agent, not dispatched."""
+    identity = Identity(scope_key="budget", data={})
+    thread = services.create_thread(identity)
+    run = services.send(identity, thread.id, USER_MESSAGE, dispatch=False).run
+    assert run is not None
+    return run
+
+
 @pytest.mark.parametrize(
     ("workload", "agent", "steps"),
     [("tool round trip", w1_agent, 2), ("one-step answer", w2_agent, 1)],
@@ -141,12 +150,9 @@ def test_single_statement_writes_are_fenced_by_the_lease() -> None:
     from pai_agents.engine.store import LeaseLost, StepRecord
     from pai_threads.store.thread_store import ORMThreadStore
 
-    identity = Identity(scope_key="budget", data={})
-    thread = services.create_thread(identity)
-    sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
-    assert sent.run is not None
+    queued = _queued_run()
     store = ORMThreadStore()
-    stale = store.claim_run_sync(sent.run.id, owner="w1", lease_seconds=60).lease
+    stale = store.claim_run_sync(queued.id, owner="w1", lease_seconds=60).lease
     now = datetime.now(UTC)
     call = {"type": "tool-lookup", "toolCallId": "c1", "state": "input-available", "input": {}}
     step = StepRecord(
@@ -160,9 +166,9 @@ def test_single_statement_writes_are_fenced_by_the_lease() -> None:
     open_message = {"id": "a2", "role": "assistant", "parts": [open_part]}
     store.checkpoint_message_sync(stale, message=open_message, step_index=1)
     # The lease runs out (LC-033: w1 may not write after that), and w2 takes over.
-    Run.objects.filter(id=sent.run.id).update(lease_expires_at=timezone.now() - timedelta(1))
-    fresh = store.claim_run_sync(sent.run.id, owner="w2", lease_seconds=60).lease
-    before = {m.message_id: (m.parts, m.updated_at) for m in Message.objects.filter(run=sent.run)}
+    Run.objects.filter(id=queued.id).update(lease_expires_at=timezone.now() - timedelta(1))
+    fresh = store.claim_run_sync(queued.id, owner="w2", lease_seconds=60).lease
+    before = {m.message_id: (m.parts, m.updated_at) for m in Message.objects.filter(run=queued)}
 
     done = {**call, "state": "output-available", "output": 42}
     with pytest.raises(LeaseLost):
@@ -181,9 +187,9 @@ def test_single_statement_writes_are_fenced_by_the_lease() -> None:
     with pytest.raises(LeaseLost):
         store.heartbeat_sync(stale, lease_seconds=60)
 
-    after = {m.message_id: (m.parts, m.updated_at) for m in Message.objects.filter(run=sent.run)}
+    after = {m.message_id: (m.parts, m.updated_at) for m in Message.objects.filter(run=queued)}
     assert after == before
-    run = Run.objects.get(id=sent.run.id)
+    run = Run.objects.get(id=queued.id)
     assert (run.lease_owner, run.lease_token, run.step_count) == ("w2", fresh.token, 1)
 
 
@@ -197,12 +203,9 @@ def test_every_checkpoint_of_a_step_is_one_fenced_statement() -> None:
     from pai_agents.engine.store import LeaseLost
     from pai_threads.store.thread_store import ORMThreadStore
 
-    identity = Identity(scope_key="budget", data={})
-    thread = services.create_thread(identity)
-    sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
-    assert sent.run is not None
+    queued = _queued_run()
     crashed = ORMThreadStore()
-    stale = crashed.claim_run_sync(sent.run.id, owner="w1", lease_seconds=60).lease
+    stale = crashed.claim_run_sync(queued.id, owner="w1", lease_seconds=60).lease
 
     def parts(text: str) -> dict[str, Any]:
         part = {"type": "text", "text": text, "state": "streaming"}
@@ -214,15 +217,15 @@ def test_every_checkpoint_of_a_step_is_one_fenced_statement() -> None:
         assert len(captured.captured_queries) == 1, captured.captured_queries
         assert Message.objects.get(message_id="a1").parts[0]["text"] == text
 
-    Run.objects.filter(id=sent.run.id).update(lease_expires_at=timezone.now() - timedelta(1))
+    Run.objects.filter(id=queued.id).update(lease_expires_at=timezone.now() - timedelta(1))
     taken = ORMThreadStore()
-    fresh = taken.claim_run_sync(sent.run.id, owner="w2", lease_seconds=60).lease
+    fresh = taken.claim_run_sync(queued.id, owner="w2", lease_seconds=60).lease
     with pytest.raises(LeaseLost):
         ORMThreadStore().checkpoint_message_sync(stale, message=parts("stale"), step_index=1)
-    assert not Message.objects.filter(run=sent.run, step_index=1).exists()
+    assert not Message.objects.filter(run=queued, step_index=1).exists()
     # The new owner's first checkpoint of step 0 finds the crashed execution's open row.
     taken.checkpoint_message_sync(fresh, message=parts("resumed"), step_index=0)
-    rows = Message.objects.filter(run=sent.run, relation=Message.Relation.OUTPUT)
+    rows = Message.objects.filter(run=queued, relation=Message.Relation.OUTPUT)
     assert [(m.message_id, m.status, m.parts[0]["text"]) for m in rows] == [
         ("a1", Message.Status.OPEN, "resumed")
     ]
@@ -240,12 +243,9 @@ def test_a_checkpointed_steps_commit_replaces_its_open_row_in_three_statements()
     from pai_threads.models import Step
     from pai_threads.store.thread_store import ORMThreadStore
 
-    identity = Identity(scope_key="budget", data={})
-    thread = services.create_thread(identity)
-    sent = services.send(identity, thread.id, USER_MESSAGE, dispatch=False)
-    assert sent.run is not None
+    queued = _queued_run()
     store = ORMThreadStore()
-    lease = store.claim_run_sync(sent.run.id, owner="w1", lease_seconds=60).lease
+    lease = store.claim_run_sync(queued.id, owner="w1", lease_seconds=60).lease
     streaming = {"type": "text", "text": "so", "state": "streaming"}
     store.checkpoint_message_sync(
         lease, message={"id": "a1", "role": "assistant", "parts": [streaming]}, step_index=0
@@ -267,9 +267,9 @@ def test_a_checkpointed_steps_commit_replaces_its_open_row_in_three_statements()
     statements = [q["sql"] for q in captured.captured_queries]
     writes = [sql for sql in statements if sql.split()[0] in ("UPDATE", "INSERT", "SELECT")]
     assert [sql.split()[0] for sql in writes] == ["UPDATE", "UPDATE", "INSERT"], statements
-    rows = Message.objects.filter(run=sent.run, relation=Message.Relation.OUTPUT)
+    rows = Message.objects.filter(run=queued, relation=Message.Relation.OUTPUT)
     assert [(m.message_id, m.status, m.parts, m.usage) for m in rows] == [
         ("a1", Message.Status.COMMITTED, [done], {"outputTokens": 2})
     ]
-    stored = Step.objects.get(run_id=sent.run.id, index=0)
+    stored = Step.objects.get(run_id=queued.id, index=0)
     assert (stored.message_id, stored.attempt) == (rows[0].pk, 1)
