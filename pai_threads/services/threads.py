@@ -167,17 +167,23 @@ def list_threads(
     Hidden sub-agent threads are never listed (docs/subagents.md)."""
     size = page_size(limit)
     threads = Thread.objects.filter(scope_key=identity.scope_key, parent_run__isnull=True)
-    threads = threads.order_by("-updated_at", "-id")
-    if archived is not None:
-        threads = threads.filter(archived=archived)
+    # pai_thread_scope_archived's order (newest first, ties by id), the one recency index a
+    # send updates; ``archived__in`` because SQLite uses no index column for ``NOT archived``.
+    threads = threads.order_by("-updated_at", "id")
     if page_token:
         try:
             updated_at, last_id = str(decode_token("threads", page_token)).split("|", 1)
         except (InvalidPageToken, ValueError) as exc:
             raise InvalidInput("invalid page token") from exc
         moment = parse_datetime(updated_at)
-        threads = threads.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__lt=last_id))
-    rows = list(threads[: size + 1])
+        threads = threads.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__gt=last_id))
+    # Active and archived apart, each read in the index's order (bounded), then merged.
+    flags = (False, True) if archived is None else (archived,)
+    rows = [t for flag in flags for t in threads.filter(archived__in=[flag])[: size + 1]]
+    if archived is None:
+        rows.sort(key=lambda t: t.id)
+        rows.sort(key=lambda t: t.updated_at, reverse=True)  # stable: ties keep id order
+        rows = rows[: size + 1]
     token = None
     if len(rows) > size:
         rows = rows[:size]

@@ -89,9 +89,9 @@ def _window(window: Window, now: datetime) -> tuple[datetime | None, datetime | 
 
 
 def _spent(scope_key: str, since: datetime | None) -> UsageTotals:
-    # Through the scope's threads (pai_thread_scope_recent, then pai_run_thread_created and
-    # each run's steps): runs have no scope index (migration 0017); a run's scope_key is its
-    # thread's, and the run's own is compared too.
+    # Through the scope's threads (pai_thread_scope_archived's prefix, then
+    # pai_run_thread_created and each run's steps): runs have no scope index (migration
+    # 0017); a run's scope_key is its thread's, and the run's own is compared too.
     steps = Step.objects.filter(run__thread__scope_key=scope_key, run__scope_key=scope_key)
     if since is not None:
         steps = steps.filter(started_at__gte=since)

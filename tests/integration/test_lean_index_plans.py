@@ -3,6 +3,8 @@
 Migration 0016 dropped the transcript's partial twin of ``pai_msg_thread_position``: a
 transcript read walks the thread's position index and skips the few hidden rows. Migration
 0017 dropped ``pai_run_scope``: the budget check reaches a scope's runs through its threads.
+Migration 0019 dropped ``pai_thread_scope_recent``: listing a scope's threads, active and
+archived together, merges two ranges of ``pai_thread_scope_archived``, each read in order.
 SQLite's plans are read as the statements are sent; on PostgreSQL, whose planner rightly
 prefers sequential scans on tables this small, the test only asks that an index path exists
 (``enable_seqscan`` off), so a run is never found by scanning every run.
@@ -14,9 +16,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from pai_threads import services
+from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step, Thread
 from pai_threads.usage.budget import Budget, budget_check
-from tests.support.plans import sent_plan
+from tests.support.plans import query_plan, sent_plan, sent_statements
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,3 +86,35 @@ def test_the_budget_check_counts_only_the_scopes_steps(thread: Thread) -> None:
     exceeded = budget_check(SCOPE, Budget(max_tokens=100, window="total"))
     assert exceeded is not None and exceeded.used == 100
     assert budget_check("other", Budget(max_tokens=1, window="total")) is None
+
+
+def test_listing_a_scopes_threads_merges_two_ordered_ranges() -> None:
+    """Active and archived threads together, newest first, across pages, from two bounded
+    reads of the one recency index (no sort of the scope's threads)."""
+    now = timezone.now()
+    made = Thread.objects.bulk_create(
+        Thread(scope_key=SCOPE, agent_name="a", archived=n % 3 == 0) for n in range(12)
+    )
+    for n, row in enumerate(made):  # interleaved in time: archived every third
+        Thread.objects.filter(pk=row.pk).update(updated_at=now - timezone.timedelta(minutes=n))
+    Thread.objects.create(scope_key="other", agent_name="a")
+    identity = Identity(scope_key=SCOPE, data={})
+    seen: list[str] = []
+    token = None
+    while True:
+        page = services.list_threads(identity, limit=5, page_token=token)
+        seen += [t.id for t in page.items]
+        token = page.next_page_token
+        if token is None:
+            break
+    assert seen == [t.id for t in made]  # newest first, both kinds, each once
+
+    statements = sent_statements(lambda: services.list_threads(identity, limit=5))
+    assert len(statements) == 2
+    for sql, params in statements:
+        plan = query_plan(sql, params)
+        assert "pai_thread_scope_archived" in plan
+        if connection.vendor == "sqlite":
+            assert "TEMP B-TREE" not in plan  # read in the index's order, not sorted
+        else:
+            assert "Sort" not in plan
