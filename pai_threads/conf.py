@@ -72,8 +72,9 @@ DEFAULTS: dict[str, Any] = {
     "FILE_PROVIDER": "pai_threads.execution.file_provider.StorageFileProvider",
     # Threads that run the ORM store's calls for this process's runs, each keeping its
     # database connection open between calls (pai_threads.store.db): at most this many store
-    # calls at once, and this many connections held.
-    "STORE_THREADS": 4,
+    # calls at once, and this many connections held. None: 1 on SQLite (one writer at a
+    # time anyway; more threads only wait in SQLite's coarse busy sleeps), 4 elsewhere.
+    "STORE_THREADS": None,
     # PostgreSQL: the hot path's prebuilt statements (send, claim, step writes, context read,
     # heartbeat) are prepared once per connection instead of planned on every execution
     # (pai_threads.store.prepared). False behind a pooler in transaction mode that cannot

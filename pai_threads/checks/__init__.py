@@ -173,6 +173,11 @@ def check_pai_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             if problem:
                 text = f"PAI[{name!r}] = {value!r} must be {problem}"
                 messages.append(_msg("pai.E016", text, f"The default is {default!r}."))
+    store_threads = pai_settings.STORE_THREADS
+    problem = None if store_threads is None else _number_problem("STORE_THREADS", store_threads)
+    if problem:
+        text = f"PAI['STORE_THREADS'] = {store_threads!r} must be {problem}"
+        messages.append(_msg("pai.E016", text, "The default, None, picks by database."))
     types = pai_settings.FILE_MEDIA_TYPES
     if not isinstance(types, list | tuple) or not all(isinstance(t, str) for t in types):
         messages.append(_msg("pai.E016", "PAI['FILE_MEDIA_TYPES'] must be a list of strings"))

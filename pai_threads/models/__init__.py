@@ -97,9 +97,8 @@ class Thread(models.Model):
         permissions = [
             ("view_private_metadata", "Can view private metadata and error details"),
         ]
-        # One index for a scope's threads by recency, active and archived apart: every send
-        # moves its thread's updated_at, so each index here is an entry per send (W2's WAL;
-        # migration 0019). Listing both merges the two ordered ranges (list_threads).
+        # One recency index: a send moves updated_at, so every index here is an entry per
+        # send (migration 0019); listing both kinds merges its two ranges (list_threads).
         indexes = [
             models.Index(
                 fields=["scope_key", "archived", "-updated_at", "id"],

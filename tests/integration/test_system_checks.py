@@ -247,6 +247,8 @@ VARIANTS: list[tuple[str, str, Configure]] = [
     ("pai.E014", "the Redis buffer without a server", set_pai(REALTIME_BUFFER="redis")),
     ("pai.E016", "AGENTS as one string", set_pai(AGENTS="pai_project.agents.demo.assistant")),
     ("pai.E016", "a page size as text", set_pai(PAGE_SIZE="50")),
+    ("pai.E016", "no store threads", set_pai(STORE_THREADS=0)),
+    ("pai.E016", "store threads as text", set_pai(STORE_THREADS="4")),
     ("pai.W003", "daphne after staticfiles", daphne_after_staticfiles),
 ]
 
