@@ -7,16 +7,18 @@ thread's own index however old the thread is (``models.conditions.in_thread_orde
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
 from django.db import connection
 
+from pai_agents.messages.types import UIMessage
 from pai_threads.models import Message
 from pai_threads.store.prepared import prepared_cursor
-from pai_threads.store.sql import ReturnedRow, convert, model_fields, qn
+from pai_threads.store.sql import model_fields, qn
 
-__all__ = ["context_rows"]
+__all__ = ["context_messages"]
 
 _CONTEXT_FIELDS = model_fields(Message, ("message_id", "role", "parts"))
 
@@ -41,9 +43,11 @@ def _context_select(vendor: str, windowed: bool) -> str:
     return sql + " LIMIT %s" if windowed else sql
 
 
-def context_rows(thread_id: str, window: int | None) -> list[ReturnedRow]:
-    """A thread's context-visible committed messages (message_id, role, parts), oldest
-    first: the newest ``window`` of them, or all with None."""
+def context_messages(thread_id: str, window: int | None) -> list[UIMessage]:
+    """A thread's context-visible committed messages, oldest first: the newest ``window``
+    of them, or all with None. Built straight from the raw rows, the one JSON column
+    decoded, without the ORM's per-field converters: every run reads up to the whole
+    window, so per-message cost is what longer threads pay (W2)."""
     params: list[Any] = [Message.Status.COMMITTED.value, thread_id]
     if connection.vendor == "postgresql":
         params.append(thread_id)  # the range's upper bound
@@ -54,4 +58,12 @@ def context_rows(thread_id: str, window: int | None) -> list[ReturnedRow]:
         raw = cursor.fetchall()
     if window:
         raw.reverse()
-    return [convert(_CONTEXT_FIELDS, values) for values in raw]
+    loads = json.loads
+    return [
+        UIMessage(
+            id=message_id,
+            role=role,
+            parts=loads(parts) if isinstance(parts, str | bytes) else parts,
+        )
+        for message_id, role, parts in raw
+    ]

@@ -35,14 +35,14 @@ from pai_agents.engine.store import (
 )
 from pai_agents.json import ensure_strict_json
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
-from pai_agents.messages.types import MessageRole, UIMessage
+from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
 from pai_threads.models import Message, PendingAction, QueueItem, Step
 from pai_threads.store.admission import lock_thread
 from pai_threads.store.checkpoints import checkpoint_open_parts, insert_open_message
 from pai_threads.store.claims import claimed_run, lease_of
-from pai_threads.store.context_reads import context_rows
+from pai_threads.store.context_reads import context_messages
 from pai_threads.store.db import run_db as _db
 from pai_threads.store.fenced_writes import (
     Fenced,
@@ -183,11 +183,7 @@ class ORMThreadStore:
         # The newest window of context-visible messages, so a step's cost does not grow
         # with the thread (messages are whole steps: a window never splits a tool call from
         # its result).
-        rows = context_rows(lease.thread_id, pai_settings.CONTEXT_WINDOW_MESSAGES)
-        return [
-            UIMessage(id=row["message_id"], role=cast(MessageRole, row["role"]), parts=row["parts"])
-            for row in rows
-        ]
+        return context_messages(lease.thread_id, pai_settings.CONTEXT_WINDOW_MESSAGES)
 
     def commit_step_sync(
         self,
