@@ -20,7 +20,7 @@ from pai_agents.engine.store import Lease
 from pai_threads import services
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, Step, Thread
-from pai_threads.store.context_reads import context_rows
+from pai_threads.store.context_reads import context_messages
 from pai_threads.store.rows import active_run, scoped_thread
 from pai_threads.store.sql import (
     claim_update_sql,
@@ -186,10 +186,13 @@ def test_the_context_read_returns_what_the_orm_query_returns(window: int | None)
             status=status,
         )
     rows = Message.objects.filter(thread=thread, in_context=True, status="committed")
-    expected = list(rows.order_by("id").values("message_id", "role", "parts"))
+    expected = [
+        {"id": row["message_id"], "role": row["role"], "parts": row["parts"]}
+        for row in rows.order_by("id").values("message_id", "role", "parts")
+    ]
     if window:
         expected = expected[-window:]
-    assert context_rows(thread.id, window) == expected
+    assert context_messages(thread.id, window) == expected
 
 
 @pytest.mark.django_db(transaction=True)

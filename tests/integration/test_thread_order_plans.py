@@ -24,7 +24,7 @@ from pai_agents.lifecycle.backend import PageQuery, ThreadScope
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Thread
 from pai_threads.services import list_messages
-from pai_threads.store.context_reads import context_rows
+from pai_threads.store.context_reads import context_messages
 from pai_threads.store.lifecycle_backend import ORMLifecycleBackend
 from tests.support.plans import sent_statements
 
@@ -88,8 +88,8 @@ def _on_the_threads_index(plan: str) -> None:
 
 def test_the_context_window_of_an_old_thread(threads: tuple[Thread, Thread]) -> None:
     old, _ = threads
-    _on_the_threads_index(_plan(lambda: context_rows(old.id, 100)))
-    assert [r["message_id"] for r in context_rows(old.id, 3)] == ["m1997", "m1998", "m1999"]
+    _on_the_threads_index(_plan(lambda: context_messages(old.id, 100)))
+    assert [m["id"] for m in context_messages(old.id, 3)] == ["m1997", "m1998", "m1999"]
 
 
 def test_the_transcript_page_of_an_old_thread(threads: tuple[Thread, Thread]) -> None:
