@@ -20,7 +20,7 @@ from pai_threads.realtime.buffers import ReplayBuffer, get_buffer
 from pai_threads.realtime.buffers.memory import MemoryReplayBuffer
 from pai_threads.realtime.layers import InMemoryChannelLayer
 from pai_threads.realtime.link import Outage
-from pai_threads.realtime.notify import group_name, notify
+from pai_threads.realtime.notify import group_name, notify, notify_local
 
 __all__ = ["in_process", "publish", "publish_inline", "publish_sync"]
 
@@ -36,7 +36,10 @@ async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
     A buffer that cannot be reached drops the events (the database has what matters, and
     subscribers resynchronise after the outage); a failed fan-out loses nothing, since
     subscribers refill numbered events from the buffer. With the Redis buffer and PAI's
-    Redis channel layer on one Redis database, both are one script (one round trip)."""
+    Redis channel layer on one Redis database, both are one script (one round trip); in
+    process, :func:`publish_inline` (the one in-process implementation)."""
+    if in_process():
+        return publish_inline(thread_id, events)
     buffer = get_buffer()
     layer = _joint_layer(buffer)
     if layer is not None and events:
@@ -128,14 +131,27 @@ def in_process() -> bool:
     return local_layer and isinstance(get_buffer(), MemoryReplayBuffer)
 
 
-def publish_inline(thread_id: str, events: Sequence[RunEvent]) -> None:
-    """:func:`publish`, run to its end right here (with or without a running loop): only
-    when :func:`in_process`, where it never suspends."""
-    coroutine = publish(thread_id, events)
+def publish_inline(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
+    """:func:`publish` done right here, with or without a running loop: only when
+    :func:`in_process` (the memory buffer numbers the events under its lock and the
+    in-memory layer hands them to the subscribers' loop; nothing waits). No coroutine: a
+    run publishes each token's batch this way. Returns the events with their ``seq``."""
+    buffer = get_buffer()
+    if not isinstance(buffer, MemoryReplayBuffer):
+        # Only a change to the in-process path can get here: report it, never fail the caller.
+        logger.error("in-process publication without the memory buffer; events not delivered")
+        return []
     try:
-        coroutine.send(None)
-    except StopIteration:
-        return
-    coroutine.close()
-    # Only a change to the in-process path can get here: report it, never fail the caller.
-    logger.error("an in-process publication suspended; its events were not delivered")
+        numbered = buffer.append_now(thread_id, events)
+    except Exception as exc:
+        _outage.failed(exc)
+        return []
+    try:
+        layer = get_channel_layer()
+        local = layer if isinstance(layer, InMemoryChannelLayer) else None
+        notify_local(local, thread_id, list(numbered))
+    except Exception as exc:  # subscribers refill numbered events from the buffer
+        _outage.failed(exc)
+        return numbered
+    _outage.recovered()
+    return numbered

@@ -28,7 +28,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime.layers import InMemoryChannelLayer as LocalChannelLayer
 
-__all__ = ["MESSAGE_TYPE", "group_name", "notify", "register_subscriber_loop"]
+__all__ = ["MESSAGE_TYPE", "group_name", "notify", "notify_local", "register_subscriber_loop"]
 
 logger = logging.getLogger("pai.realtime")
 
@@ -67,6 +67,19 @@ async def notify(thread_id: str, events: Sequence[RunEvent]) -> None:
         await layer.group_send(group, message)
         return
     _hand_off(layer, group, message)
+
+
+def notify_local(layer: LocalChannelLayer | None, thread_id: str, events: list[RunEvent]) -> None:
+    """:func:`notify` through this package's in-memory layer, without a coroutine: sent at
+    once on the subscribers' loop, else handed to it (never waits). ``events`` is not
+    copied: the caller hands it over."""
+    if layer is None or not events:
+        return
+    message = {"type": MESSAGE_TYPE, "events": events}
+    if _subscriber_loop is not None and _subscriber_loop is _running_loop():
+        layer.group_send_now(group_name(thread_id), message)
+        return
+    _hand_off(layer, group_name(thread_id), message)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -321,7 +321,7 @@ class RealtimePublisher:
         async with self._lock:  # batches reach the buffer in publish order
             batch, self._pending = self._pending, []
             if batch:
-                await delivery.publish(self.thread_id, batch)  # one patch point for tests
+                await delivery.publish(self.thread_id, batch)
 
     async def aclose(self) -> None:
         await self.flush()

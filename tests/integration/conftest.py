@@ -62,11 +62,12 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Every realtime event published (recorded instead of fanned out), in order."""
     events: list[dict[str, Any]] = []
 
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
+    def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
         events.extend(batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
+    # In process, delivery.publish and every run's inline flush both end here.
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish_inline", record)
     return events
 
 

@@ -1,8 +1,8 @@
 """Operations publish their events once, after commit, whatever transport called them
 (issue 10: one event vocabulary, one place that publishes).
 
-``pai_threads.realtime.delivery.publish`` is replaced by a recorder: every event any code
-path hands to subscribers passes through it.
+``realtime.delivery.publish_inline`` (where in-process publishing ends) is replaced by a
+recorder: every event any code path hands to subscribers passes through it.
 """
 
 from __future__ import annotations

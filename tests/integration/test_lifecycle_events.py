@@ -1,7 +1,8 @@
 """Realtime events of lifecycle facade writes on the ORM store (LC-029..LC-031).
 
-``pai_threads.realtime.delivery.publish`` is replaced by a recorder, so each test sees
-exactly the events the facade hands to the realtime layer after its writes commit.
+``realtime.delivery.publish_inline`` (where in-process publishing ends) is replaced by a
+recorder, so each test sees exactly the events the facade hands to the realtime layer after
+its writes commit.
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ SECRET = "s3cret-private-value"
 def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
 
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
+    def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
         events.extend({**e, "_thread": thread_id} for e in batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish_inline", record)
     return events
 
 

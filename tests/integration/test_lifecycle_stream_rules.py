@@ -3,8 +3,9 @@
 context from stored rows (LC-051), provider-executed calls (LC-127), no open row after an
 uncommitted step (LC-116), and realtime events of trusted and regenerate rewrites.
 
-``pai_threads.realtime.delivery.publish`` is replaced by a recorder where a test checks
-events, so it sees exactly what reaches the replay buffer and the thread's subscribers.
+``realtime.delivery.publish_inline`` (where in-process publishing ends) is replaced by a
+recorder where a test checks events, so it sees exactly what reaches the replay buffer and
+the thread's subscribers.
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ SECRET = "s3cret-private-value"
 def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
 
-    async def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
+    def record(thread_id: str, batch: Sequence[dict[str, Any]]) -> list[Any]:
         events.extend({**e, "_thread": thread_id} for e in batch)
         return list(batch)
 
-    monkeypatch.setattr("pai_threads.realtime.delivery.publish", record)
+    monkeypatch.setattr("pai_threads.realtime.delivery.publish_inline", record)
     return events
 
 

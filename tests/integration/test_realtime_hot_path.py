@@ -44,11 +44,11 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     """The chunk indexes of every batch the publisher hands to delivery, in order."""
     seen: list[list[int]] = []
 
-    async def record(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
+    def record(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
         seen.append([int(e["index"]) for e in events])
         return list(events)
 
-    monkeypatch.setattr(delivery, "publish", record)
+    monkeypatch.setattr(delivery, "publish_inline", record)
     return seen
 
 

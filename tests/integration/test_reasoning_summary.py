@@ -1,9 +1,9 @@
 """Reasoning summaries through the Django stack (AD-051, MF-013, TH-016).
 
-``pai_threads.realtime.delivery.publish`` is replaced by a recorder: what it records is
-everything the websocket consumer and the AI SDK SSE endpoint ever read, so an assertion on
-it covers both transports. The stored row, the snapshot and the message page are read back
-from the database, as a refreshed client reads them.
+``realtime.delivery.publish_inline`` (where in-process publishing ends) is replaced by a
+recorder: what it records is everything the websocket consumer and the AI SDK SSE endpoint
+ever read, so an assertion on it covers both transports. The stored row, the snapshot and
+the message page are read back from the database, as a refreshed client reads them.
 """
 
 from __future__ import annotations

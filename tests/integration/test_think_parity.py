@@ -1,8 +1,9 @@
 """Peer-parity rules (docs/coming-from-think.md) that need the Django stack.
 
-``pai_threads.realtime.delivery.publish`` is replaced by a recorder: what it records is
-everything the websocket consumer and the AI SDK SSE endpoint ever read (both stream the
-thread's published events), so an assertion on it covers both transports.
+``realtime.delivery.publish_inline`` (where in-process publishing ends) is replaced by a
+recorder: what it records is everything the websocket consumer and the AI SDK SSE endpoint
+ever read (both stream the thread's published events), so an assertion on it covers both
+transports.
 """
 
 from __future__ import annotations

@@ -62,6 +62,11 @@ class MemoryReplayBuffer:
         return log
 
     async def append(self, thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
+        return self.append_now(thread_id, events)
+
+    def append_now(self, thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
+        """:meth:`append` without its coroutine (it never waits): for in-process delivery,
+        which numbers every token's batch this way."""
         retained = int(realtime_setting("REALTIME_RETAINED_EVENTS"))
         with self._lock:
             now = time.monotonic()
