@@ -147,10 +147,12 @@ def test_ad_033_ad_034_ad_037_ad_038_private_metadata_reaches_no_client_surface(
     appear in no HTTP response, no realtime/websocket payload and no log line."""
     published: list[Any] = []
 
-    async def record(thread_id: str, events: Any) -> None:
+    def record(thread_id: str, events: Any) -> list[Any]:
         published.extend(events)
+        return list(events)
 
-    monkeypatch.setattr(delivery, "notify", record)
+    # Where every in-process publication ends (runs' inline flushes, operations' events).
+    monkeypatch.setattr(delivery, "publish_inline", record)
     caplog.set_level(logging.DEBUG)
     api_client.get("/")
     csrf = {"HTTP_X_CSRFTOKEN": api_client.cookies["csrftoken"].value}
