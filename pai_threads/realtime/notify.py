@@ -58,6 +58,9 @@ async def notify(thread_id: str, events: Sequence[RunEvent]) -> None:
     layer: Any = get_channel_layer()
     if layer is None or not events:
         return
+    if isinstance(layer, LocalChannelLayer):
+        notify_local(layer, thread_id, list(events))
+        return
     message = {"type": MESSAGE_TYPE, "events": list(events)}
     group = group_name(thread_id)
     if not isinstance(layer, InMemoryChannelLayer):

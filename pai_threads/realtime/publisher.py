@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -172,11 +173,10 @@ class RealtimePublisher:
         tokens each go out as they come), else with the burst when the window closes."""
         if self._timer is not None:
             return  # a burst: the window's flush takes it
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = time.monotonic()  # asyncio's loop clock, without the loop lookup per token
         wait = self._last_delta_flush + self._delay - now
         if wait > 0:
-            self._timer = loop.call_later(wait, self._flush_later)
+            self._timer = asyncio.get_running_loop().call_later(wait, self._flush_later)
             return
         self._last_delta_flush = now
         self._flush_soon()
@@ -298,7 +298,7 @@ class RealtimePublisher:
 
     def _flush_later(self) -> None:
         self._timer = None
-        self._last_delta_flush = asyncio.get_running_loop().time()
+        self._last_delta_flush = time.monotonic()
         self._flush_soon()
 
     def _flush_soon(self) -> None:

@@ -157,11 +157,14 @@ class _PlainFrames:
     options_checked = False
 
     def __call__(self, protocol: Any) -> bool:
-        if (
-            getattr(protocol, "state", None) != getattr(protocol, "STATE_OPEN", 3)
-            or getattr(protocol, "_perMessageCompress", True) is not None
-            or getattr(protocol, "send_queue", True)
-        ):
+        try:  # (attribute reads, not getattr with defaults: once per frame per subscriber)
+            if (
+                protocol.state != protocol.STATE_OPEN
+                or protocol._perMessageCompress is not None
+                or protocol.send_queue
+            ):
+                return False
+        except AttributeError:  # not autobahn's protocol as this module knows it
             return False
         if not self.options_checked:
             if not _plain_options(protocol):

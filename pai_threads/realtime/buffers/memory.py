@@ -27,6 +27,7 @@ from pai_threads.realtime.conf import realtime_setting
 __all__ = ["MemoryReplayBuffer"]
 
 _SWEEP_INTERVAL = 10.0
+_CHUNK = "generation.message.chunk"
 
 
 @dataclass
@@ -78,7 +79,8 @@ class MemoryReplayBuffer:
                 item = with_seq(event, log.last_seq)
                 log.events.append(item)
                 numbered.append(item)
-                _move_generation(log, item)
+                if item["type"] != _CHUNK:  # (a token's chunk never moves the generation)
+                    _move_generation(log, item)
             # Trim finished history only: the active generation must replay from index 0.
             floor = log.generation.start_seq if log.generation else log.last_seq + 1
             while len(log.events) > retained and int(log.events[0]["seq"]) < floor:
