@@ -366,3 +366,22 @@ def test_a_process_inbox_holds_more_than_channels_redis_default(redis_url: str) 
 
     assert RedisChannelLayer(hosts=[redis_url]).capacity == DEFAULT_CAPACITY > 100
     assert RedisChannelLayer(hosts=[redis_url], capacity=50).capacity == 50
+
+
+async def test_redis_replies_are_parsed_in_c(redis_layer: str) -> None:
+    """The redis extra brings hiredis, so redis-py reads every reply (each published
+    batch's, each group message a web process receives) with its C parser: W5 on Celery +
+    Redis measured ~12% less worker CPU per delta with it (median of 5-6 runs, 118 against
+    134 us). A connection redis-py makes says which parser it reads with."""
+    from redis._parsers import _AsyncHiredisParser
+
+    client = Redis.from_url(redis_layer)
+    try:
+        assert await client.ping()
+        connection = await client.connection_pool.get_connection()
+        try:
+            assert isinstance(connection._parser, _AsyncHiredisParser)
+        finally:
+            await client.connection_pool.release(connection)
+    finally:
+        await client.aclose()
