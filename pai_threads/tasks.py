@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_init, worker_process_init
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connections
 
 from pai_threads.executors.gc_tuning import tune_gc
 from pai_threads.executors.loop import background_loop
@@ -44,9 +44,13 @@ def _tune_pool_child_gc(**_: Any) -> None:
     max_retries=10,
 )
 def execute_run(run_id: str) -> str | None:
-    from pai_threads.execution.execute import aexecute_run
+    from pai_threads.executors.run_on_loop import run_on_background_loop
 
-    outcome = background_loop().submit(aexecute_run(run_id)).result()
+    # Claimed on this pool thread, executed on the worker's loop. The thread then only waits:
+    # its connection goes back (to the pool) instead of idling for the whole run.
+    execution = run_on_background_loop(run_id)
+    connections.close_all()
+    outcome = execution.result()
     return outcome.status if outcome else None
 
 

@@ -11,6 +11,7 @@ import logging
 import os
 import socket
 import threading
+from dataclasses import dataclass
 
 from pai_agents.abort import AbortSignal
 from pai_agents.capabilities import CapabilityBindingError
@@ -31,16 +32,43 @@ from pai_threads.observability.signals import (
 from pai_threads.realtime import RealtimePublisher, TeeSink
 from pai_threads.store.thread_store import ORMThreadStore
 
-__all__ = ["aexecute_run", "context_follows_claim", "worker_name"]
+__all__ = ["Claimed", "aexecute_run", "claim_now", "context_follows_claim", "worker_name"]
 
 logger = logging.getLogger("pai.execute")
 
 
-def worker_name() -> str:
+def worker_name(native_thread_id: int | None = None) -> str:
     """Identifies the lease owner in the admin and logs: host, process and thread (the
     operating system's thread id, as ``top -H`` and py-spy show it; shorter than Python's
-    ``get_ident``, and written in the run's and the attempt's rows: W2 counts WAL bytes)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_native_id()}"
+    ``get_ident``, and written in the run's and the attempt's rows: W2 counts WAL bytes).
+    The calling thread's unless the thread that will execute the run is given."""
+    native = threading.get_native_id() if native_thread_id is None else native_thread_id
+    return f"{socket.gethostname()}:{os.getpid()}:{native}"
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A run claimed by :func:`claim_now`, with the store that claimed it (which keeps the
+    context it read with the claim), for :func:`aexecute_run`."""
+
+    store: ORMThreadStore
+    claim: ClaimedRun
+
+
+def claim_now(run_id: str, *, owner: str) -> Claimed | None:
+    """Claim ``run_id`` on the calling (synchronous) thread; None when it is not claimable.
+
+    An executor's dispatch (after a send's commit, on the request's thread) and a Celery
+    task (on its pool thread) claim here, then hand the run to the loop: its engine starts
+    without a store hop, the first token sooner. The claim is the one :func:`aexecute_run`
+    makes: same statement, lease and attempt row; only the thread differs."""
+    store = ORMThreadStore(context_on_claim=context_follows_claim)
+    try:
+        claim = store.claim_run_sync(run_id, owner=owner, lease_seconds=pai_settings.LEASE_SECONDS)
+    except RunNotFound:
+        logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
+        return None
+    return Claimed(store=store, claim=claim)
 
 
 def context_follows_claim(agent_name: str) -> bool:
@@ -55,21 +83,29 @@ def context_follows_claim(agent_name: str) -> bool:
 
 
 async def aexecute_run(
-    run_id: str, *, sink: EventSink | None = None, signal: AbortSignal | None = None
+    run_id: str,
+    *,
+    sink: EventSink | None = None,
+    signal: AbortSignal | None = None,
+    claimed: Claimed | None = None,
 ) -> RunOutcome | None:
     """Claim and execute ``run_id``; None when it is not claimable (done, or leased).
 
     Events always go to the thread's realtime subscribers; a given ``sink`` (``pai_chat``)
-    receives the same events first.
+    receives the same events first. ``claimed``: the run was claimed already
+    (:func:`claim_now`), by this process for this loop.
     """
-    store = ORMThreadStore(context_on_claim=context_follows_claim)
-    try:
-        claim = await store.claim_run(
-            run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS
-        )
-    except RunNotFound:
-        logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
-        return None
+    if claimed is not None:
+        store, claim = claimed.store, claimed.claim
+    else:
+        store = ORMThreadStore(context_on_claim=context_follows_claim)
+        try:
+            claim = await store.claim_run(
+                run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS
+            )
+        except RunNotFound:
+            logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
+            return None
     ids = _signal_ids(claim)
     await asend_run_signal(run_started, **ids, attempt=claim.attempt)
     agent = registry.get_agent(claim.agent_name)

@@ -26,6 +26,11 @@ class BackgroundLoop:
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
+    @property
+    def native_id(self) -> int | None:
+        """The operating system's id of the loop's thread (lease owners name it)."""
+        return self._thread.native_id
+
 
 _lock = threading.Lock()
 _instance: BackgroundLoop | None = None

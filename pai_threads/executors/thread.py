@@ -11,10 +11,10 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from pai_threads.conf import pai_settings
-from pai_threads.execution.execute import aexecute_run
 from pai_threads.execution.recovery import Sweeper
 from pai_threads.execution.titles import dispatch_in_process
 from pai_threads.executors.loop import background_loop
+from pai_threads.executors.run_on_loop import run_on_background_loop
 
 __all__ = ["ThreadExecutor", "start_embedded_sweeper"]
 
@@ -26,7 +26,8 @@ class ThreadExecutor:
     a crash leaves them to lease-expiry recovery."""
 
     def dispatch(self, run_id: str) -> None:
-        future = background_loop().submit(aexecute_run(run_id))
+        # Claimed here, on the dispatching thread: the loop starts the engine at once.
+        future = run_on_background_loop(run_id)
         future.add_done_callback(lambda f: _report(run_id, f))
 
     def dispatch_title(self, thread_id: str, run_id: str) -> None:
