@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from json import encoder as _json_encoder
 from typing import Any
 
+from pai_agents.json import prebuilt_dumps
 from pai_threads.errors import InvalidInput, ServiceUnavailable
 from pai_threads.events.errors import describe
 from pai_threads.services.input_guard import MAX_JSON_DEPTH, check_json
@@ -39,28 +39,8 @@ Frame = dict[str, Any]
 MAX_FRAME_DEPTH = MAX_JSON_DEPTH
 
 
-def _frame_encoder() -> Callable[[Any], str]:
-    """``json.dumps`` with its defaults: C's encoder made once instead of per call (no
-    circular check: frames are trees, and a cycle still fails, as a RecursionError)."""
-    make = getattr(_json_encoder, "c_make_encoder", None)
-    if make is None:  # a Python without the C accelerator
-        return json.dumps
-    defaults = json.JSONEncoder()
-    iterencode = make(
-        None,
-        defaults.default,
-        _json_encoder.encode_basestring_ascii,
-        None,
-        defaults.key_separator,
-        defaults.item_separator,
-        False,
-        False,
-        True,
-    )
-    return lambda frame: "".join(iterencode(frame, 0))
-
-
-encode_frame: Callable[[Any], str] = _frame_encoder()
+# json.dumps with its defaults, without its per-call set-up (one frame per delta per subscriber).
+encode_frame: Callable[[Any], str] = prebuilt_dumps()
 
 
 class FrameError(Exception):

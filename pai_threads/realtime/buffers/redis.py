@@ -19,12 +19,14 @@ from typing import Any
 from redis.asyncio import BlockingConnectionPool, ConnectionPool, Redis
 
 from pai_agents.engine.events import RunEvent
+from pai_agents.json import prebuilt_dumps
 from pai_threads.realtime.buffers.base import (
     ActiveGeneration,
     LogState,
     generation_mark,
     with_seq,
 )
+from pai_threads.realtime.buffers.hiredis_packing import pack_with_hiredis
 from pai_threads.realtime.buffers.script_batch import ScriptBatch
 from pai_threads.realtime.conf import realtime_setting, redis_url
 from pai_threads.realtime.notify import MESSAGE_TYPE
@@ -36,6 +38,9 @@ from pai_threads.realtime.redis_layer import (
 )
 
 __all__ = ["RedisReplayBuffer"]
+
+# The replay entry of an event (one per token's event): compact, its encoder made once.
+_compact_json = prebuilt_dumps(separators=(",", ":"))
 
 # Seqs exceed Lua's %.14g number formatting: always format them with %d.
 _BASE = """
@@ -176,8 +181,10 @@ class RedisReplayBuffer:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            pool = BlockingConnectionPool.from_url(
-                self._url, max_connections=self._max_connections, timeout=self._connection_wait
+            pool = pack_with_hiredis(
+                BlockingConnectionPool.from_url(
+                    self._url, max_connections=self._max_connections, timeout=self._connection_wait
+                )
             )
             client = self._clients[loop] = Redis.from_pool(pool)
         return client
@@ -196,7 +203,7 @@ class RedisReplayBuffer:
         for event in events:
             mark = generation_mark(event)
             args.append("\0".join([*mark, ""][:3]) if mark else "")
-            args.append(json.dumps(event, separators=(",", ":")))
+            args.append(_compact_json(event))
         return args
 
     async def aclose(self) -> None:
