@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_init, worker_process_init
-from django.db import InterfaceError, OperationalError, connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from pai_threads.executors.gc_tuning import tune_gc
 from pai_threads.executors.loop import background_loop
@@ -47,9 +47,10 @@ def execute_run(run_id: str) -> str | None:
     from pai_threads.executors.run_on_loop import run_on_background_loop
 
     # Claimed on this pool thread, executed on the worker's loop. The thread then only waits:
-    # its connection goes back (to the pool) instead of idling for the whole run.
+    # as at the end of a request, its connection goes back (to the pool; closed with
+    # CONN_MAX_AGE 0, kept while younger) instead of idling for the whole run.
     execution = run_on_background_loop(run_id)
-    connections.close_all()
+    close_old_connections()
     outcome = execution.result()
     return outcome.status if outcome else None
 

@@ -129,9 +129,26 @@ def test_from_an_event_loop_the_run_loop_claims(alice: Identity) -> None:
 
 
 def test_the_celery_task_claims_then_waits_without_a_connection(alice: Identity) -> None:
-    """The task's pool thread claims, then only waits for the run: its connection goes back
+    """The task's pool thread claims, then only waits for the run: as at the end of a
+    request its connection goes back (CONN_MAX_AGE 0: closed, or returned to the pool)
     instead of idling for the run's whole length (a pool would run dry)."""
     run_id = _sent(alice)
     assert execute_run(run_id) == "completed"
     assert connection.connection is None
     assert RunAttempt.objects.filter(run_id=run_id).count() == 1
+
+
+def test_the_celery_task_keeps_a_persistent_connection(
+    alice: Identity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With persistent connections (CONN_MAX_AGE, no pool) the task's thread keeps its
+    connection for the next task instead of reconnecting for every run."""
+    if connection.settings_dict.get("OPTIONS", {}).get("pool"):
+        pytest.skip("a pooled connection is always returned (CONN_MAX_AGE must be 0)")
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 600)
+    connection.close()  # the next connection takes the setting
+    run_id = _sent(alice)
+    kept = connection.connection
+    assert kept is not None
+    assert execute_run(run_id) == "completed"
+    assert connection.connection is kept
