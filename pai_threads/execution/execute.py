@@ -30,6 +30,7 @@ from pai_threads.observability.signals import (
     run_waiting,
 )
 from pai_threads.realtime import RealtimePublisher, TeeSink
+from pai_threads.store.db import run_db
 from pai_threads.store.thread_store import ORMThreadStore
 
 __all__ = ["Claimed", "aexecute_run", "claim_now", "context_follows_claim", "worker_name"]
@@ -95,17 +96,11 @@ async def aexecute_run(
     receives the same events first. ``claimed``: the run was claimed already
     (:func:`claim_now`), by this process for this loop.
     """
-    if claimed is not None:
-        store, claim = claimed.store, claimed.claim
-    else:
-        store = ORMThreadStore(context_on_claim=context_follows_claim)
-        try:
-            claim = await store.claim_run(
-                run_id, owner=worker_name(), lease_seconds=pai_settings.LEASE_SECONDS
-            )
-        except RunNotFound:
-            logger.info("run %s not claimable; skipping", run_id, extra={"run_id": run_id})
+    if claimed is None:  # the same claim, on a store thread (the owner: this loop's thread)
+        claimed = await run_db(claim_now, run_id, owner=worker_name())
+        if claimed is None:
             return None
+    store, claim = claimed.store, claimed.claim
     ids = _signal_ids(claim)
     await asend_run_signal(run_started, **ids, attempt=claim.attempt)
     agent = registry.get_agent(claim.agent_name)
