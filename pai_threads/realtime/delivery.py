@@ -8,6 +8,8 @@ the authority, and a client that missed something resynchronises from a snapshot
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +24,7 @@ from pai_threads.realtime.layers import InMemoryChannelLayer
 from pai_threads.realtime.link import Outage
 from pai_threads.realtime.notify import group_name, notify, notify_local
 
-__all__ = ["in_process", "publish", "publish_inline", "publish_sync"]
+__all__ = ["in_process", "publish", "publish_inline", "publish_nowait", "publish_sync"]
 
 logger = logging.getLogger("pai.realtime")
 
@@ -40,20 +42,15 @@ async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
     process, :func:`publish_inline` (the one in-process implementation)."""
     if in_process():
         return publish_inline(thread_id, events)
-    buffer = get_buffer()
-    layer = _joint_layer(buffer)
-    if layer is not None and events:
+    handed = _hand_over(thread_id, events) if events else False
+    if handed is True:
+        return []
+    if handed is not False:
         try:
-            joint: Any = buffer  # a RedisReplayBuffer (see _can_join)
-            numbered = await joint.append_and_send(thread_id, events, layer, group_name(thread_id))
-        except ValueError:  # the layer's configuration needs its own group_send
-            _no_longer_joint()
-        except Exception as exc:
-            _outage.failed(exc)
+            return list(_redis_buffers().numbered(events, await handed))
+        except Exception:  # reported by _handed_over
             return []
-        else:
-            _outage.recovered()
-            return numbered
+    buffer = get_buffer()
     try:
         numbered = await buffer.append(thread_id, events)
     except Exception as exc:
@@ -66,6 +63,66 @@ async def publish(thread_id: str, events: Sequence[RunEvent]) -> list[RunEvent]:
         return numbered
     _outage.recovered()
     return numbered
+
+
+def publish_nowait(thread_id: str, events: Sequence[RunEvent]) -> bool | asyncio.Future[Any]:
+    """:func:`publish` without waiting for it, when nothing needs to: in process
+    (:func:`publish_inline`; True), or handed to the joint Redis script's queue, which sends
+    this loop's batches in order (:class:`~pai_threads.realtime.buffers.script_batch.ScriptBatch`):
+    a run's token batches then cost no task and no wait each; the script's reply is returned
+    (its outcome is reported as :func:`publish` reports it; await it to know the batch is
+    out). False, with nothing done: the caller must ``await publish(...)`` (a layer and
+    buffer that publish in two steps)."""
+    if in_process():
+        publish_inline(thread_id, events)
+        return True
+    return _hand_over(thread_id, events) if events else True
+
+
+def _hand_over(thread_id: str, events: Sequence[RunEvent]) -> bool | asyncio.Future[Any]:
+    """Hand ``events`` to the joint script (Redis buffer and PAI's Redis layer on one
+    database): its reply, whose outcome is reported when it comes; True when they were
+    dropped (Redis is away); False, with nothing done, when buffer and layer publish in two
+    steps."""
+    buffer = get_buffer()
+    layer = _joint_layer(buffer)
+    if layer is None:
+        return False
+    group = group_name(thread_id)
+    try:
+        joint: Any = buffer  # a RedisReplayBuffer (see _can_join)
+        reply = joint.hand_over(thread_id, events, layer, group)
+    except ValueError:  # the layer's configuration needs its own group_send
+        _no_longer_joint()
+        return False
+    except Exception as exc:
+        _outage.failed(exc)
+        return True
+    reply.add_done_callback(functools.partial(_handed_over, group=group))
+    return reply
+
+
+def _handed_over(reply: asyncio.Future[Any], *, group: str) -> None:
+    """A handed-over batch's reply: its outcome reported as every publication's is."""
+    if reply.cancelled():
+        return
+    error = reply.exception()
+    if error is None:
+        try:
+            _redis_buffers().report_capacity(reply.result(), group)
+        except Exception as exc:  # a reply of another shape: not a publication that worked
+            error = exc
+    if error is not None:
+        _outage.failed(error)
+    else:
+        _outage.recovered()
+
+
+def _redis_buffers() -> Any:
+    """The Redis buffer's module (Redis support is an extra: imported only when used)."""
+    from pai_threads.realtime.buffers import redis
+
+    return redis
 
 
 # The last (buffer, layer) pair asked about, and whether it publishes in one script.

@@ -118,6 +118,8 @@ class RealtimePublisher:
         self._lock = asyncio.Lock()
         self._inline = delivery.in_process()
         self._flushes: set[asyncio.Task[None]] = set()
+        # The reply of the last batch handed over without waiting (delivery.publish_nowait).
+        self._handed: asyncio.Future[Any] | None = None
         # The generation announced and not finished yet: (run id, message id), next index.
         self._open: tuple[str, str] | None = None
         self._next_index = 0
@@ -303,13 +305,25 @@ class RealtimePublisher:
 
     def _flush_soon(self) -> None:
         """Deliver the pending deltas without making the run wait for them: right here
-        when delivery is in process (nothing in it waits), else in a task (a Redis round
-        trip in production); the lock keeps batches in publish order."""
-        if self._inline and not self._lock.locked():
+        when delivery is in process (nothing in it waits), handed to the joint Redis
+        script's queue (which sends this loop's batches in order), else in a task; the lock
+        keeps batches in publish order."""
+        if self._inline:
+            if not self._lock.locked():
+                batch, self._pending = self._pending, []
+                if batch:
+                    delivery.publish_inline(self.thread_id, batch)
+                return
+        elif self._pending:
+            # Taken and handed over in one step (as flush does on this path), so batches
+            # leave in the order they were published, whoever holds the lock.
             batch, self._pending = self._pending, []
-            if batch:
-                delivery.publish_inline(self.thread_id, batch)
-            return
+            handed = delivery.publish_nowait(self.thread_id, batch)
+            if handed is not False:
+                if handed is not True:
+                    self._handed = handed
+                return
+            self._pending = batch  # nothing was done with it: a task publishes it
         task = asyncio.ensure_future(self.flush())
         self._flushes.add(task)  # owned here until done; aclose() awaits the stragglers
         task.add_done_callback(self._flushes.discard)
@@ -320,8 +334,15 @@ class RealtimePublisher:
             self._timer = None
         async with self._lock:  # batches reach the buffer in publish order
             batch, self._pending = self._pending, []
+            handed = self._handed
             if batch:
-                await delivery.publish(self.thread_id, batch)
+                await delivery.publish(self.thread_id, batch)  # queued after the handed ones
+            elif handed is not None and not handed.done():
+                # Batches handed over without waiting are queued in order, so the last one
+                # out means all are: a flush returns once what was published before is out.
+                await asyncio.wait([handed])
+            if self._handed is handed:
+                self._handed = None
 
     async def aclose(self) -> None:
         await self.flush()

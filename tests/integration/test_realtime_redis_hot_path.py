@@ -26,9 +26,10 @@ from redis.asyncio.client import Redis as AsyncRedis
 
 from pai_agents.engine.events import RunEvent
 from pai_threads.realtime import delivery
-from pai_threads.realtime.buffers import get_buffer
+from pai_threads.realtime.buffers import get_buffer, script_batch
 from pai_threads.realtime.buffers.redis import RedisReplayBuffer
 from pai_threads.realtime.notify import MESSAGE_TYPE, group_name
+from pai_threads.realtime.publisher import RealtimePublisher
 from pai_threads.realtime.redis_layer import RedisChannelLayer
 from pai_threads.realtime.redis_receive import ProcessReceiver
 from pai_threads.realtime.sync import open_frames
@@ -174,35 +175,24 @@ async def test_the_script_survives_a_script_cache_flush(redis_layer: str) -> Non
     assert second[0]["seq"] == first[0]["seq"] + 1
 
 
-async def test_concurrent_publications_share_one_round_trip(
+async def test_concurrent_publications_share_one_command(
     redis_layer: str, monkeypatch: pytest.MonkeyPatch, commands: list[str]
 ) -> None:
     """Batches of several threads published in the same loop iteration (one worker loop
-    runs many runs) go out in one pipeline, each numbered in its own thread's log and
+    runs many runs) go out as one script call, each numbered in its own thread's log and
     delivered to its own group; also right after Redis forgot the script."""
     threads = [f"thr_{uuid.uuid4().hex[:8]}" for _ in range(5)]
     receivers = [await _stock_receiver(redis_layer, group_name(t)) for t in threads]
-    pipelines: list[int] = []
-    original = Pipeline.execute
-
-    async def execute(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
-        pipelines.append(len(self.command_stack))
-        return await original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Pipeline, "execute", execute)
     for round_ in range(2):
         if round_:
             client = Redis.from_url(redis_layer)
-            await client.script_flush()  # the pipeline's EVALSHAs fail and are sent again
+            await client.script_flush()  # the EVALSHA fails and the script is loaded again
             await client.aclose()
-        pipelines.clear()
         commands.clear()
         published = await asyncio.gather(
             *(delivery.publish(t, [_chunk(t, round_), _chunk(t, 10 + round_)]) for t in threads)
         )
-        assert pipelines == [5]
-        if round_ == 0:
-            assert commands == []  # nothing outside the pipeline
+        assert commands == (["EVALSHA"] if round_ == 0 else ["EVALSHA", "SCRIPT LOAD", "EVALSHA"])
         for thread_id, numbered, (stock, channel) in zip(
             threads, published, receivers, strict=True
         ):
@@ -214,6 +204,61 @@ async def test_concurrent_publications_share_one_round_trip(
             assert state.last_seq == numbered[1]["seq"]
     for stock, _ in receivers:
         await stock.flush()
+
+
+async def test_a_burst_beyond_one_command_is_split_and_pipelined(
+    redis_layer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More calls than one command carries go out as several script calls in one pipeline
+    (none holds the server long), in order, each call with its own reply; also when Redis
+    forgot the script."""
+    monkeypatch.setattr(script_batch, "MAX_CALLS_PER_COMMAND", 2)
+    threads = [f"thr_{uuid.uuid4().hex[:8]}" for _ in range(5)]
+    pipelines: list[int] = []
+    original = Pipeline.execute
+
+    async def execute(self: Pipeline, *args: Any, **kwargs: Any) -> Any:
+        pipelines.append(len(self.command_stack))
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "execute", execute)
+    for round_ in range(2):
+        if round_:
+            client = Redis.from_url(redis_layer)
+            await client.script_flush()
+            await client.aclose()
+        pipelines.clear()
+        published = await asyncio.gather(
+            *(delivery.publish(t, [_chunk(t, round_), _chunk(t, 10 + round_)]) for t in threads)
+        )
+        assert pipelines == [3]  # 2 + 2 + 1 calls
+        for thread_id, numbered in zip(threads, published, strict=True):
+            assert [e["threadId"] for e in numbered] == [thread_id, thread_id]
+            assert numbered[1]["seq"] == numbered[0]["seq"] + 1
+            assert (await get_buffer().state(thread_id)).last_seq == numbered[1]["seq"]
+
+
+async def test_batches_handed_over_without_waiting_arrive_in_order(redis_layer: str) -> None:
+    """A publisher hands its token batches over without waiting (no task per batch): the
+    next ones are sent while earlier ones are out, yet every batch reaches the log and the
+    group in publication order, and a flush returns only once all of them are out."""
+    thread_id = f"thr_{uuid.uuid4().hex[:8]}"
+    stock, channel = await _stock_receiver(redis_layer, group_name(thread_id))
+    publisher = RealtimePublisher(thread_id, coalesce_ms=0.001)
+    for index in range(30):
+        await publisher.publish(_chunk(thread_id, index))
+        if index % 7 == 0:
+            await asyncio.sleep(0)  # let a command go out while more are handed over
+    await publisher.flush()
+    log = await get_buffer().read(thread_id, after=0, upto=2**62)
+    assert [e["index"] for e in log] == list(range(30))
+    assert [e["seq"] for e in log] == list(range(log[0]["seq"], log[0]["seq"] + 30))
+    received: list[RunEvent] = []
+    while len(received) < 30:
+        received += (await asyncio.wait_for(stock.receive(channel), 5))["events"]
+    assert received == log
+    await publisher.aclose()
+    await stock.flush()
 
 
 # -- receiving ---------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from pai_threads.realtime.redis_layer import (
     registered_script,
 )
 
-__all__ = ["RedisReplayBuffer"]
+__all__ = ["RedisReplayBuffer", "numbered", "report_capacity"]
 
 # The replay entry of an event (one per token's event): compact, its encoder made once.
 _compact_json = prebuilt_dumps(separators=(",", ":"))
@@ -51,17 +51,17 @@ end
 """
 
 # Numbers, stores and trims a batch; sets ``first``, its first number (a Lua number).
-# ARGV[1]: "<ttl ms> <retained> <n>"; then per event its generation mark ("" or kind, id
-# and id, NUL-separated) and its JSON. Few arguments: redis-py encodes each one in Python.
+# KEYS[km], KEYS[km + 1]: the thread's keys; ARGV[ao]: "<ttl ms> <retained> <n>"; then per
+# event its generation mark ("" or kind, id and id, NUL-separated) and its JSON.
 _APPEND_BATCH = """
-local meta, log = KEYS[1], KEYS[2]
-local ttl, retained, n = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
+local meta, log = KEYS[km], KEYS[km + 1]
+local ttl, retained, n = string.match(ARGV[ao], '^(%d+) (%d+) (%d+)$')
 ttl, retained, n = tonumber(ttl), tonumber(retained), tonumber(n)
 local last = redis.call('HGET', meta, 'seq')
 if last then last = tonumber(last) else last = base() end
 local first = last + 1
 for i = 0, n - 1 do
-  local mark, body = ARGV[2 + i * 2], ARGV[3 + i * 2]
+  local mark, body = ARGV[ao + 1 + i * 2], ARGV[ao + 2 + i * 2]
   local kind, a, b = '', '', ''
   if mark ~= '' then kind, a, b = string.match(mark, '^(%a+)%z([^%z]*)%z(.*)$') end
   last = last + 1
@@ -85,7 +85,7 @@ redis.call('PEXPIRE', meta, ttl)
 redis.call('PEXPIRE', log, ttl)
 """
 
-_APPEND = _BASE + _APPEND_BATCH + "return string.format('%d', first)"
+_APPEND = _BASE + "local km, ao = 1, 1" + _APPEND_BATCH + "return string.format('%d', first)"
 
 # Numbers of the group message before the script writes the real ones over them: a
 # msgpack uint64 (real numbers exceed 2**32, so they are uint64s too), never part of a
@@ -93,15 +93,23 @@ _APPEND = _BASE + _APPEND_BATCH + "return string.format('%d', first)"
 _PLACEHOLDER_SEQ = 0xCAFE << 48
 _PLACEHOLDER = b"\xcf" + _PLACEHOLDER_SEQ.to_bytes(8, "big")
 
-# The batch's group message (ARGV[fan - 1]), numbered in place: its events' ``seq``
-# placeholders, in order, get the numbers just assigned; then the layer's group_send
-# writes (ARGV[fan] .. as the layer's ``fan_out_args``).
+# Several threads' batches in one call (:class:`ScriptBatch`: one command per loop
+# iteration, not one per batch, which redis-py sends and parses each in Python). Per batch:
+# KEYS: the thread's two keys and the group's; ARGV: the append's arguments, the group
+# message (ARGV[fan - 1]), numbered in place (its events' ``seq`` placeholders, in order,
+# get the numbers just assigned), then the layer's group_send writes (ARGV[fan] .., as the
+# layer's ``fan_out_args``). Replies: per batch, its first number, the member channels over
+# capacity and the members.
 _APPEND_AND_SEND = (
     _BASE
+    + """
+local replies, km, ao = {}, 1, 1
+while ao <= #ARGV do
+"""
     + _APPEND_BATCH
     + """
-local fan = 3 + 2 * n
-local head, group, members, over = ARGV[fan - 1], KEYS[3], nil, nil
+local fan = ao + 2 + 2 * n
+local head, group, members, over = ARGV[fan - 1], KEYS[km + 2], nil, nil
 local pieces, pos = {}, 1
 for i = 0, n - 1 do
   local at = string.find(head, '"""
@@ -116,7 +124,10 @@ local body = table.concat(pieces)
 """
     + FAN_OUT_LUA
     + """
-return {string.format('%d', first), over, #members}
+replies[#replies + 1] = {string.format('%d', first), over, #members}
+km, ao = km + 3, fan + 3
+end
+return replies
 """
 )
 
@@ -141,6 +152,21 @@ return {last, first, g[1] or '', g[2] or '', g[3] or ''}
 
 def _keys(thread_id: str) -> list[str]:
     return [f"pai:rt:{{{thread_id}}}:meta", f"pai:rt:{{{thread_id}}}:log"]
+
+
+def numbered(events: Sequence[RunEvent], reply: Any) -> list[RunEvent]:
+    """``events`` with the numbers :meth:`RedisReplayBuffer.hand_over`'s script assigned
+    them (its ``reply``)."""
+    first = int(_text(reply[0]))
+    return [with_seq(event, first + offset) for offset, event in enumerate(events)]
+
+
+def report_capacity(reply: Any, group: str) -> None:
+    """channels-redis' log line when member channels of ``group`` were full (the reply of
+    :meth:`RedisReplayBuffer.hand_over`'s script says how many)."""
+    _, over, members = reply
+    if over:
+        log_over_capacity(int(over), int(members), group)
 
 
 def _text(value: Any) -> str:
@@ -215,7 +241,7 @@ class RedisReplayBuffer:
 
     def shares_server(self, layer: RedisChannelLayer) -> bool:
         """Whether ``layer`` keeps its channels in this buffer's Redis database (one host):
-        then :meth:`append_and_send` can make both writes in one script."""
+        then :meth:`hand_over` can make both writes in one script."""
         if layer.ring_size != 1:
             return False
         pool = layer.create_pool(0)
@@ -225,34 +251,32 @@ class RedisReplayBuffer:
         theirs = pool.connection_kwargs
         return all(own.get(k) == theirs.get(k) for k in ("host", "port", "path", "db", "username"))
 
-    async def append_and_send(
+    def hand_over(
         self, thread_id: str, events: Sequence[RunEvent], layer: RedisChannelLayer, group: str
-    ) -> list[RunEvent]:
+    ) -> asyncio.Future[Any]:
         """:meth:`append`, then ``layer.group_send(group, {"type": MESSAGE_TYPE, "events":
-        <the numbered events>})``, in one script: one round trip per published batch.
+        <the numbered events>})``, in one script, without waiting: the batch is queued
+        behind every batch this loop handed over before (:class:`ScriptBatch`, which sends
+        them together). The future is the script's reply (:func:`numbered` reads it; watch
+        it for errors, nobody needs to await it).
 
         The group message is serialized here with placeholder numbers (msgpack uint64s,
         as real numbers are: they exceed 2**32), and the script writes the assigned ones
         over them, so receivers get exactly what ``group_send`` would have sent. Raises
         ``ValueError`` when the layer's configuration needs its own ``group_send``."""
-        if not events:
-            return []
         message = {"type": MESSAGE_TYPE, "events": [with_seq(e, _PLACEHOLDER_SEQ) for e in events]}
         group_key, head, fan_args = layer.fan_out_args(group, message)
         if head.count(_PLACEHOLDER) != len(events):
             raise ValueError("the group message's numbers could not be placed")
         args = [*self._append_args(events), head, *fan_args]
-        batch = self._batches.get(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        batch = self._batches.get(loop)
         if batch is None:
             client = self._client()
-            batch = self._batches[asyncio.get_running_loop()] = ScriptBatch(
+            batch = self._batches[loop] = ScriptBatch(
                 client, registered_script(client, _APPEND_AND_SEND)
             )
-        first, over, members = await batch.call([*_keys(thread_id), group_key], args)
-        if over:
-            log_over_capacity(int(over), int(members), group)
-        first = int(_text(first))
-        return [with_seq(event, first + offset) for offset, event in enumerate(events)]
+        return batch.call([*_keys(thread_id), group_key], args)
 
     async def state(self, thread_id: str) -> LogState:
         ttl_ms = int(float(realtime_setting("REALTIME_REPLAY_TTL")) * 1000)
