@@ -103,6 +103,24 @@ for _, key in ipairs(keys) do
 end
 """
 
+# One packer for every call (C code that keeps the GIL while it packs; packb makes one per
+# call): the message of every published batch is packed here.
+_packer = msgpack.Packer()
+_CHANNEL_KEY = msgpack.packb("__asgi_channel__")
+
+
+def _map_up_to_channel(message: dict[str, Any]) -> bytes:
+    """``message`` as msgpack with one more entry, ``__asgi_channel__``, whose key ends the
+    bytes (each member channel key's message appends its own value): the bytes
+    channels-redis' serializer would write up to that value."""
+    packed: bytes = _packer.pack(message)
+    if len(message) < 15:  # a fixmap: its header is one byte, 0x80 | entries
+        return bytes((0x80 | (len(message) + 1),)) + packed[1:] + _CHANNEL_KEY
+    body: bytes = _packer.pack_map_header(len(message) + 1)
+    body += b"".join(_packer.pack(key) + _packer.pack(value) for key, value in message.items())
+    return body + _CHANNEL_KEY
+
+
 # Each client's scripts: redis-py's ``register_script`` hashes the text on every call (a
 # third of a published batch's own CPU before they were kept).
 _scripts: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -185,10 +203,7 @@ class RedisChannelLayer(ChannelsRedisChannelLayer):
             raise ValueError("the fan-out script writes plain msgpack messages only")
         assert self.require_valid_group_name(group), "Group name not valid"
         assert "__asgi_channel__" not in message
-        pack = msgpack.packb
-        body = msgpack.Packer().pack_map_header(len(message) + 1)
-        body += b"".join(pack(key) + pack(value) for key, value in message.items())
-        body += pack("__asgi_channel__")
+        body = _map_up_to_channel(message)
         length = serializer.random_prefix_length
         prefix = random.getrandbits(8 * length).to_bytes(length, "big") if length else b""
         now = time.time()

@@ -36,8 +36,13 @@ class _HiredisPacking:
             args = (*args[0].encode().split(), *args[1:])
         elif b" " in args[0]:
             args = (*args[0].split(), *args[1:])
-        args = tuple(bytes(a) if isinstance(a, bytearray | memoryview) else a for a in args)
         assert _pack is not None  # (only classes made by pack_with_hiredis get here)
+        try:
+            return [_pack(args)]
+        except TypeError:
+            # hiredis takes bytes, str, int and float; redis-py also sends buffers as bytes
+            # (converted only when packing failed: a publication's args need no pass).
+            args = tuple(bytes(a) if isinstance(a, bytearray | memoryview) else a for a in args)
         try:
             return [_pack(args)]
         except TypeError as exc:
