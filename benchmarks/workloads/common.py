@@ -65,10 +65,15 @@ class Bench:
         return result.run.id
 
     def execute(self, run_id: str) -> None:
-        """Execute one run on the shared loop (its default executor keeps its connections)."""
-        from pai_threads.execution.execute import aexecute_run
+        """Execute one run as both executors do: claimed on the calling thread
+        (``claim_now``, as a request's thread or a Celery task's does), then run on the
+        shared loop (its store threads keep their connections)."""
+        from pai_threads.execution.execute import aexecute_run, claim_now, worker_name
 
-        outcome = self.loop.run(aexecute_run(run_id))
+        claimed = claim_now(run_id, owner=worker_name())
+        if claimed is None:
+            raise RuntimeError(f"benchmark run {run_id} could not be claimed")
+        outcome = self.loop.run(aexecute_run(run_id, claimed=claimed))
         if outcome is None or outcome.status != "completed":
             raise RuntimeError(f"benchmark run {run_id} ended {outcome}")
 

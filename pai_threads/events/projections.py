@@ -17,6 +17,7 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_jsonable_python
 
 from pai_agents.messages.projection import client_message
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Thread
@@ -135,6 +136,10 @@ def thread_out(thread: Thread) -> dict[str, Any]:
     }
 
 
+# RunOut's field -> its JSON name.
+_RUN_ALIASES = {name: field.alias or name for name, field in RunOut.model_fields.items()}
+
+
 def run_out(run: Run) -> dict[str, Any]:
     return {
         "id": run.id,
@@ -223,7 +228,13 @@ def thread_public(thread: Thread) -> dict[str, Any]:
 
 
 def run_public(run: Run) -> dict[str, Any]:
-    return RunOut.model_validate(run_out(run)).model_dump(by_alias=True, mode="json")
+    """:class:`RunOut` of ``run`` as JSON values: what ``RunOut.model_validate(run_out(run))
+    .model_dump(by_alias=True, mode="json")`` returns, without validating what
+    :func:`run_out` just built (every run status event carries one: ~30 us -> ~4 us)."""
+    public: dict[str, Any] = to_jsonable_python(
+        {_RUN_ALIASES[name]: value for name, value in run_out(run).items()}
+    )
+    return public
 
 
 def message_public(message: Message) -> dict[str, Any]:
