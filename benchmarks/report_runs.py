@@ -184,8 +184,10 @@ def render_w2(results: dict[str, Any]) -> list[str]:
         "",
         "One more send with a one-step text answer (100 deltas) to a thread already holding N "
         "committed messages (N/2 completed runs of a user message and an answer of ~200 "
-        "characters). Each run is measured on its own and deleted afterwards, so every run "
-        "sees exactly N messages. N = 0 is the baseline: the same run on a new thread. "
+        "characters). Every size's thread is filled first, then the sizes take turns, one run "
+        "each per round (the machine's drift weighs on all alike). Each run is measured on its "
+        "own and deleted afterwards, so every run sees exactly N messages. N = 0 is the "
+        "baseline: the same run on a new thread. "
         "Bytes are per run (median, max); context = the engine's `load_context` and the "
         "conversion to model messages, timed alone (median).",
         "",

@@ -1,7 +1,8 @@
 """W2, the long thread: one more one-step send to a thread that already holds N messages.
 
 Threads are pre-filled with ``bulk_create`` (N/2 completed runs, each a user message and an
-assistant answer of ~200 characters) and analyzed, then each measured run is send + execute,
+assistant answer of ~200 characters) and analyzed, then the sizes take turns (one run each
+per round) and each measured run is send + execute,
 bracketed on its own (pg_stat_statements reset, WAL position, Django counters), and deleted again
 afterwards (unmeasured) so every run sees exactly N prior messages. The baseline is the
 same one-step run on a new thread. A breakdown at the largest size times ``load_context``
@@ -129,45 +130,67 @@ def _context_breakdown(bench: Bench, thread_id: str, repeat: int) -> dict[str, f
 
 
 def run(bench: Bench) -> dict[str, Any]:
+    """Every size's thread is filled first; then the sizes take turns, one run each per
+    round, so a machine that slows down or speeds up meanwhile (shared 2-core machines do)
+    weighs on every size alike instead of on whichever was measured then."""
     warm = prefill(bench, 0)
     for _ in range(1 if bench.quick else 5):
         _one_run(bench, warm)
 
-    sizes: list[dict[str, Any]] = []
-    for prior, runs in _plan(bench):
+    plan = _plan(bench)
+    threads: list[str] = []
+    fill_seconds: list[float] = []
+    for prior, _ in plan:
         t0 = time.perf_counter()
-        thread_id = prefill(bench, prior)
-        fill_seconds = time.perf_counter() - t0
-        total_ms: list[float] = []
-        exec_ms: list[float] = []
-        per_run: list[dict[str, Any]] = []
-        for _ in range(runs):
-            total, execute, phase = _one_run(bench, thread_id)
-            total_ms.append(total)
-            exec_ms.append(execute)
-            per_run.append(phase_summary(phase, 1))
-        entry: dict[str, Any] = {
-            "prior_messages": prior,
-            "runs": runs,
-            "prefill_seconds": fill_seconds,
-            "total_ms": {"median": median(total_ms), "p95": percentile(total_ms, 95)},
-            "exec_ms": {"median": median(exec_ms), "p95": percentile(exec_ms, 95)},
-            "bytes_written": spread([r["bytes_written"] for r in per_run]),
-            "statements": spread([r["statements"] for r in per_run]),
-            "pg_equivalent_statements": spread([r["pg_equivalent_statements"] for r in per_run]),
-            "commits": spread([r["commits"] for r in per_run]),
-        }
-        if "pg_statements" in per_run[0]:
-            entry["pg_statements"] = spread([r["pg_statements"] for r in per_run])
-        if "wal_by_kind" in per_run[-1]:
-            entry["wal_by_kind"] = per_run[-1]["wal_by_kind"]  # one run's, for the breakdown
-        if "file_growth" in per_run[0]:
-            entry["file_growth"] = spread([r["file_growth"] for r in per_run])
+        threads.append(prefill(bench, prior))
+        fill_seconds.append(time.perf_counter() - t0)
+    total_ms: list[list[float]] = [[] for _ in plan]
+    exec_ms: list[list[float]] = [[] for _ in plan]
+    per_run: list[list[dict[str, Any]]] = [[] for _ in plan]
+    for round_ in range(max(runs for _, runs in plan)):
+        for i, (_, runs) in enumerate(plan):
+            if round_ < runs:
+                total, execute, phase = _one_run(bench, threads[i])
+                total_ms[i].append(total)
+                exec_ms[i].append(execute)
+                per_run[i].append(phase_summary(phase, 1))
+
+    sizes: list[dict[str, Any]] = []
+    for i, (prior, runs) in enumerate(plan):
+        entry = _size_entry(prior, runs, fill_seconds[i], total_ms[i], exec_ms[i], per_run[i])
         if prior:
-            entry["context"] = _context_breakdown(bench, thread_id, 3 if bench.quick else 10)
+            entry["context"] = _context_breakdown(bench, threads[i], 3 if bench.quick else 10)
         sizes.append(entry)
 
     baseline = sizes[0]["total_ms"]["median"]
     for entry in sizes:
         entry["vs_new_thread"] = entry["total_ms"]["median"] / baseline
     return {"sizes": sizes}
+
+
+def _size_entry(
+    prior: int,
+    runs: int,
+    fill_seconds: float,
+    total_ms: list[float],
+    exec_ms: list[float],
+    per_run: list[dict[str, Any]],
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "prior_messages": prior,
+        "runs": runs,
+        "prefill_seconds": fill_seconds,
+        "total_ms": {"median": median(total_ms), "p95": percentile(total_ms, 95)},
+        "exec_ms": {"median": median(exec_ms), "p95": percentile(exec_ms, 95)},
+        "bytes_written": spread([r["bytes_written"] for r in per_run]),
+        "statements": spread([r["statements"] for r in per_run]),
+        "pg_equivalent_statements": spread([r["pg_equivalent_statements"] for r in per_run]),
+        "commits": spread([r["commits"] for r in per_run]),
+    }
+    if "pg_statements" in per_run[0]:
+        entry["pg_statements"] = spread([r["pg_statements"] for r in per_run])
+    if "wal_by_kind" in per_run[-1]:
+        entry["wal_by_kind"] = per_run[-1]["wal_by_kind"]  # one run's, for the breakdown
+    if "file_growth" in per_run[0]:
+        entry["file_growth"] = spread([r["file_growth"] for r in per_run])
+    return entry
