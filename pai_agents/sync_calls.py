@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-__all__ = ["SyncRunner", "run_sync", "use_sync_runner"]
+__all__ = ["SyncRunner", "run_sync", "running_loop", "use_sync_runner"]
 
 
 class SyncRunner(Protocol):
@@ -33,3 +33,12 @@ def use_sync_runner(runner: SyncRunner | None) -> None:
 async def run_sync(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     """Run a sync user callable through the installed runner."""
     return await _runner(fn, *args, **kwargs)
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running on this thread, or None (plain synchronous code: a request's
+    thread, a store thread, a Celery task), where ``asyncio.get_running_loop`` raises."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

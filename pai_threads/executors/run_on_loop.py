@@ -10,11 +10,11 @@ one more hand-over before the model is asked (the time to first token counts it)
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from concurrent.futures import Future
 
 from pai_agents.engine.store import RunOutcome
+from pai_agents.sync_calls import running_loop
 from pai_threads.execution.execute import Claimed, aexecute_run, claim_now, worker_name
 from pai_threads.executors.loop import background_loop
 
@@ -31,7 +31,7 @@ def run_on_background_loop(run_id: str) -> Future[RunOutcome | None]:
     the loop claims it, and reports that failure the usual way (a Celery task retries)."""
     loop = background_loop()
     claimed: Claimed | None = None
-    if not _in_async_context():
+    if running_loop() is None:  # Django refuses synchronous queries under a running loop
         try:
             claimed = claim_now(run_id, owner=worker_name(loop.native_id))
         except Exception:
@@ -47,12 +47,3 @@ def run_on_background_loop(run_id: str) -> Future[RunOutcome | None]:
                 done.set_result(None)
                 return done
     return loop.submit(aexecute_run(run_id, claimed=claimed))
-
-
-def _in_async_context() -> bool:
-    """An event loop runs on this thread: Django refuses synchronous queries here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -26,6 +26,7 @@ from typing import Any
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from pai_agents.engine.events import RunEvent
+from pai_agents.sync_calls import running_loop
 from pai_threads.realtime.layers import InMemoryChannelLayer as LocalChannelLayer
 
 __all__ = ["MESSAGE_TYPE", "group_name", "notify", "notify_local", "register_subscriber_loop"]
@@ -66,7 +67,7 @@ async def notify(thread_id: str, events: Sequence[RunEvent]) -> None:
     if not isinstance(layer, InMemoryChannelLayer):
         await layer.group_send(group, message)
         return
-    if _subscriber_loop is not None and _subscriber_loop is _running_loop():
+    if _subscriber_loop is not None and _subscriber_loop is running_loop():
         await layer.group_send(group, message)
         return
     _hand_off(layer, group, message)
@@ -79,19 +80,10 @@ def notify_local(layer: LocalChannelLayer | None, thread_id: str, events: list[R
     if layer is None or not events:
         return
     message = {"type": MESSAGE_TYPE, "events": events}
-    if _subscriber_loop is not None and _subscriber_loop is _running_loop():
+    if _subscriber_loop is not None and _subscriber_loop is running_loop():
         layer.group_send_now(group_name(thread_id), message)
         return
     _hand_off(layer, group_name(thread_id), message)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    """The running loop, or None when :func:`notify` is driven from synchronous code
-    (``pai_threads.realtime.delivery.publish_sync``)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _hand_off(layer: Any, group: str, message: dict[str, Any]) -> None:
