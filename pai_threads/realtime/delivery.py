@@ -91,29 +91,28 @@ def _hand_over(thread_id: str, events: Sequence[RunEvent]) -> bool | asyncio.Fut
     group = group_name(thread_id)
     try:
         joint: Any = buffer  # a RedisReplayBuffer (see _can_join)
-        reply = joint.hand_over(thread_id, events, layer, group)
+        reply: asyncio.Future[Any] = joint.hand_over(
+            thread_id, events, layer, group, functools.partial(_handed_over, group=group)
+        )
     except ValueError:  # the layer's configuration needs its own group_send
         _no_longer_joint()
         return False
     except Exception as exc:
         _outage.failed(exc)
         return True
-    reply.add_done_callback(functools.partial(_handed_over, group=group))
     return reply
 
 
-def _handed_over(reply: asyncio.Future[Any], *, group: str) -> None:
-    """A handed-over batch's reply: its outcome reported as every publication's is."""
-    if reply.cancelled():
-        return
-    error = reply.exception()
-    if error is None:
+def _handed_over(reply: Any, *, group: str) -> None:
+    """A handed-over batch's reply (an exception: it failed): its outcome reported as every
+    publication's is."""
+    if not isinstance(reply, Exception):
         try:
-            _redis_buffers().report_capacity(reply.result(), group)
+            _redis_buffers().report_capacity(reply, group)
         except Exception as exc:  # a reply of another shape: not a publication that worked
-            error = exc
-    if error is not None:
-        _outage.failed(error)
+            reply = exc
+    if isinstance(reply, Exception):
+        _outage.failed(reply)
     else:
         _outage.recovered()
 

@@ -13,7 +13,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -259,6 +262,46 @@ async def test_batches_handed_over_without_waiting_arrive_in_order(redis_layer: 
     assert received == log
     await publisher.aclose()
     await stock.flush()
+
+
+async def test_a_failed_command_is_reported_for_every_batch_handed_over(
+    redis_layer: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A script error (a thread's key of another type) fails every batch sent in that
+    command: each hand-over's failure is reported (logged, as publishing failures are),
+    none is left as an unretrieved future error, and the next command works again."""
+    broken, fine = (f"thr_{uuid.uuid4().hex[:8]}" for _ in range(2))
+    client = Redis.from_url(redis_layer)
+    await client.set(f"pai:rt:{{{broken}}}:meta", "not a hash")
+
+    async def hand_over_four() -> list[weakref.ref[asyncio.Future[Any]]]:
+        handed = [delivery.publish_nowait(t, [_chunk(t, 0)]) for t in (broken, fine, broken, fine)]
+        futures = [h for h in handed if isinstance(h, asyncio.Future)]
+        assert len(futures) == 4
+        await asyncio.wait(futures)  # (not retrieving their errors: that is the point)
+        return [weakref.ref(f) for f in futures]
+
+    await hand_over_four()
+    assert "realtime publishing failed" in caplog.text
+    # Log records keep the error (and through its traceback the futures) alive: without
+    # them, the futures go, and none may be reported as an error nobody retrieved.
+    unretrieved: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(context))
+    realtime_log = logging.getLogger("pai.realtime")
+    realtime_log.disabled = True
+    try:
+        refs = await hand_over_four()
+        gc.collect()
+        assert [r() for r in refs] == [None] * 4
+        assert unretrieved == []
+    finally:
+        realtime_log.disabled = False
+        loop.set_exception_handler(None)
+    await client.delete(f"pai:rt:{{{broken}}}:meta")
+    await client.aclose()
+    published = await delivery.publish(broken, [_chunk(broken, 1)])
+    assert published[0]["seq"] > 0
 
 
 # -- receiving ---------------------------------------------------------------------------

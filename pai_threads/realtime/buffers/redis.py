@@ -27,7 +27,7 @@ from pai_threads.realtime.buffers.base import (
     with_seq,
 )
 from pai_threads.realtime.buffers.hiredis_packing import pack_with_hiredis
-from pai_threads.realtime.buffers.script_batch import ScriptBatch
+from pai_threads.realtime.buffers.script_batch import OnReply, ScriptBatch
 from pai_threads.realtime.conf import realtime_setting, redis_url
 from pai_threads.realtime.notify import MESSAGE_TYPE
 from pai_threads.realtime.redis_layer import (
@@ -252,13 +252,18 @@ class RedisReplayBuffer:
         return all(own.get(k) == theirs.get(k) for k in ("host", "port", "path", "db", "username"))
 
     def hand_over(
-        self, thread_id: str, events: Sequence[RunEvent], layer: RedisChannelLayer, group: str
+        self,
+        thread_id: str,
+        events: Sequence[RunEvent],
+        layer: RedisChannelLayer,
+        group: str,
+        on_reply: OnReply | None = None,
     ) -> asyncio.Future[Any]:
         """:meth:`append`, then ``layer.group_send(group, {"type": MESSAGE_TYPE, "events":
         <the numbered events>})``, in one script, without waiting: the batch is queued
         behind every batch this loop handed over before (:class:`ScriptBatch`, which sends
-        them together). The future is the script's reply (:func:`numbered` reads it; watch
-        it for errors, nobody needs to await it).
+        them together). The future is the script's reply (:func:`numbered` reads it);
+        ``on_reply`` is told it (or the error) first, as :meth:`ScriptBatch.call` says.
 
         The group message is serialized here with placeholder numbers (msgpack uint64s,
         as real numbers are: they exceed 2**32), and the script writes the assigned ones
@@ -276,7 +281,7 @@ class RedisReplayBuffer:
             batch = self._batches[loop] = ScriptBatch(
                 client, registered_script(client, _APPEND_AND_SEND)
             )
-        return batch.call([*_keys(thread_id), group_key], args)
+        return batch.call([*_keys(thread_id), group_key], args, on_reply)
 
     async def state(self, thread_id: str) -> LogState:
         ttl_ms = int(float(realtime_setting("REALTIME_REPLAY_TTL")) * 1000)

@@ -20,17 +20,23 @@ sent with it.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from redis.exceptions import NoScriptError
 
-__all__ = ["MAX_CALLS_PER_COMMAND", "ScriptBatch"]
+__all__ = ["MAX_CALLS_PER_COMMAND", "OnReply", "ScriptBatch"]
+
+logger = logging.getLogger("pai.realtime")
 
 #: Calls per ``EVALSHA`` at most: a burst is split into several commands of one pipeline,
 #: so no single script holds the Redis server for long.
 MAX_CALLS_PER_COMMAND = 200
 
-_Call = tuple[list[Any], list[Any], "asyncio.Future[Any]"]
+#: Told a call's reply, or the exception that failed it, as soon as it is known.
+OnReply = Callable[[Any], None]
+_Call = tuple[list[Any], list[Any], "asyncio.Future[Any]", OnReply | None]
 
 
 class ScriptBatch:
@@ -42,12 +48,17 @@ class ScriptBatch:
         self.pending: list[_Call] = []
         self._sender: asyncio.Task[None] | None = None
 
-    def call(self, keys: list[Any], args: list[Any]) -> asyncio.Future[Any]:
-        """The script's reply for ``keys`` and ``args`` (a future to await, or to watch):
-        sent after every call made before it."""
+    def call(
+        self, keys: list[Any], args: list[Any], on_reply: OnReply | None = None
+    ) -> asyncio.Future[Any]:
+        """The script's reply for ``keys`` and ``args`` (a future to await), sent after every
+        call made before it. ``on_reply`` is told the reply (or the exception) right where
+        it is read, before the future is set: a caller that only watches for errors needs
+        no done-callback (each costs a loop callback), and its failed future then counts as
+        seen."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self.pending.append((keys, args, future))
+        self.pending.append((keys, args, future, on_reply))
         if self._sender is None:
             self._sender = loop.create_task(self._send_all())
         return future
@@ -73,13 +84,8 @@ class ScriptBatch:
         except BaseException as exc:
             _fail(batch, exc)
             raise
-        for (_, _, future), reply in zip(batch, replies, strict=True):
-            if future.done():
-                continue
-            if isinstance(reply, Exception):
-                future.set_exception(reply)
-            else:
-                future.set_result(reply)
+        for call, reply in zip(batch, replies, strict=True):
+            _settle(call, reply)
 
     async def _replies(self, batch: list[_Call]) -> list[Any]:
         chunks = [
@@ -108,13 +114,33 @@ class ScriptBatch:
 def _joined(calls: list[_Call]) -> tuple[list[Any], list[Any]]:
     keys: list[Any] = []
     args: list[Any] = []
-    for call_keys, call_args, _ in calls:
+    for call_keys, call_args, _, _ in calls:
         keys += call_keys
         args += call_args
     return keys, args
 
 
+def _settle(call: _Call, reply: Any) -> None:
+    """Tell a call its reply (an exception: it failed)."""
+    _, _, future, on_reply = call
+    if future.done():
+        return
+    if on_reply is not None:
+        try:
+            on_reply(reply)
+        except Exception:  # the caller's bug: never leave the other calls unanswered
+            logger.exception("a Redis script call's reply handler failed")
+    if isinstance(reply, Exception):
+        future.set_exception(reply)
+        if on_reply is not None:
+            future.exception()  # reported by on_reply: not an error nobody retrieved
+    else:
+        future.set_result(reply)
+
+
 def _fail(batch: list[_Call], exc: BaseException) -> None:
-    for _, _, future in batch:
-        if not future.done():
-            future.set_exception(exc) if isinstance(exc, Exception) else future.cancel()
+    for call in batch:
+        if isinstance(exc, Exception):
+            _settle(call, exc)
+        elif not call[2].done():
+            call[2].cancel()
