@@ -314,7 +314,9 @@ class RealtimePublisher:
                 if batch:
                     delivery.publish_inline(self.thread_id, batch)
                 return
-        elif self._pending:
+        else:
+            if not self._pending:
+                return
             # Taken and handed over in one step (as flush does on this path), so batches
             # leave in the order they were published, whoever holds the lock.
             batch, self._pending = self._pending, []

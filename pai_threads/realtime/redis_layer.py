@@ -113,12 +113,12 @@ def _map_up_to_channel(message: dict[str, Any]) -> bytes:
     """``message`` as msgpack with one more entry, ``__asgi_channel__``, whose key ends the
     bytes (each member channel key's message appends its own value): the bytes
     channels-redis' serializer would write up to that value."""
+    entries = len(message)
     packed: bytes = _packer.pack(message)
-    if len(message) < 15:  # a fixmap: its header is one byte, 0x80 | entries
-        return bytes((0x80 | (len(message) + 1),)) + packed[1:] + _CHANNEL_KEY
-    body: bytes = _packer.pack_map_header(len(message) + 1)
-    body += b"".join(_packer.pack(key) + _packer.pack(value) for key, value in message.items())
-    return body + _CHANNEL_KEY
+    # The map's header (fixmap, map16 or map32 by its entries) replaced by one for one more.
+    header = 1 if entries < 16 else 3 if entries < 2**16 else 5
+    widened: bytes = _packer.pack_map_header(entries + 1)
+    return widened + packed[header:] + _CHANNEL_KEY
 
 
 # Each client's scripts: redis-py's ``register_script`` hashes the text on every call (a

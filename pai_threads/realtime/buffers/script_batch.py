@@ -10,11 +10,11 @@ instead of one pipelined command each, which redis-py packs, sends and parses on
 Python (~10% of a Celery worker's CPU at 200 streams). Nothing waits for company: the first
 call sends at the start of the next loop iteration with whatever joined it meanwhile.
 
-One pipeline is out at a time, and calls go out in the order they were made: a publisher
-may hand over a batch without waiting for the previous one's reply (no task, no lock per
-token's batch) and its batches still reach Redis in order. Calls made while a pipeline is
-out form the next one. Each call gets its own reply; an error of the script fails the calls
-sent with it.
+One command (or, for a burst, one pipeline of them) is out at a time, and calls go out in
+the order they were made: a publisher may hand over a batch without waiting for the
+previous one's reply (no task, no lock per token's batch) and its batches still reach
+Redis in order. Calls made while one is out form the next. Each call gets its own reply;
+an error of the script fails the calls sent with it.
 """
 
 from __future__ import annotations
