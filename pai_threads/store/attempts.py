@@ -21,9 +21,10 @@ from django.db.models import Exists, OuterRef
 from pai_agents.engine.store import Lease
 from pai_threads.models import Run, RunAttempt
 from pai_threads.models.attempts import USUAL_REASONS
+from pai_threads.store.inserts import insert_sql
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import insert_row
-from pai_threads.store.sql import insert_sql, lease_expired, model_fields, qn
+from pai_threads.store.sql import lease_expired, model_fields, qn
 
 __all__ = [
     "END_STATUSES",

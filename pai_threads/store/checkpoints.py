@@ -28,8 +28,9 @@ from django.utils import timezone
 
 from pai_agents.engine.store import Lease
 from pai_threads.models import Message
+from pai_threads.store.inserts import insert_sql
 from pai_threads.store.prepared import prepared_cursor
-from pai_threads.store.sql import held_exists_sql, insert_sql, model_fields, qn, queued_sql
+from pai_threads.store.sql import held_exists_sql, model_fields, qn, queued_sql
 
 __all__ = ["checkpoint_open_parts", "insert_open_message"]
 

@@ -42,6 +42,7 @@ from pai_threads.store.attempts import (
     end_attempt_sql,
     record_claim,
 )
+from pai_threads.store.inserts import insert_sql
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import insert_row
 from pai_threads.store.sql import (
@@ -53,12 +54,12 @@ from pai_threads.store.sql import (
     held_exists_sql,
     input_messages,
     input_messages_sql,
-    insert_sql,
     model_fields,
     parts_update_sql,
     pending_sql,
     qn,
     queued_sql,
+    returned_instance,
     returning_sql,
     update_sql,
 )
@@ -143,7 +144,7 @@ def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[s
 def _fenced_row(row: Sequence[Any], *, sides: bool) -> Fenced:
     width = len(_RUN_FIELDS)
     return Fenced(
-        run=Run(**convert(_RUN_FIELDS, row[:width])),
+        run=returned_instance(Run, convert(_RUN_FIELDS, row[:width])),
         queued=bool(row[width]),
         pending=bool(row[width + 1]) if sides else True,
     )
@@ -181,7 +182,7 @@ def _ended_at(changes: dict[str, Any]) -> Any:
 
 
 def _message_row(values: Sequence[Any]) -> Message:
-    return Message(**convert(_MESSAGE_FIELDS, values))
+    return returned_instance(Message, convert(_MESSAGE_FIELDS, values))
 
 
 def write_step(
@@ -336,11 +337,12 @@ def claim_returning(
         with transaction.atomic():
             row = _claim_row(sql, params)
             if row is not None:
-                record_claim(Run(**convert(_CLAIM_FIELDS, row)), owner=owner, now=now)
+                claimed = returned_instance(Run, convert(_CLAIM_FIELDS, row))
+                record_claim(claimed, owner=owner, now=now)
     if row is None:
         return None
     width = len(_CLAIM_FIELDS)
-    run = Run(**convert(_CLAIM_FIELDS, row[:width]))
+    run = returned_instance(Run, convert(_CLAIM_FIELDS, row[:width]))
     return run, bool(row[width]), input_messages(row[width + 1])
 
 

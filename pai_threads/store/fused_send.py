@@ -25,9 +25,10 @@ from django.db import DatabaseError, IntegrityError, connection
 from django.utils import timezone
 
 from pai_threads.models import Message, Run, Thread
+from pai_threads.store.inserts import insert_sql
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import active_run_exists, mark_stored
-from pai_threads.store.sql import insert_sql, model_fields, qn
+from pai_threads.store.sql import model_fields, qn
 
 __all__ = ["FusedSend", "can_fuse_send", "start_run_fused"]
 

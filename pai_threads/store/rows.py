@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from pai_agents.messages.reducer import MessageReducer
 from pai_threads.models import Message, Run, Thread
+from pai_threads.store.inserts import insert_sql
 from pai_threads.store.prepared import prepared_cursor
-from pai_threads.store.sql import convert, insert_sql, model_fields, qn
+from pai_threads.store.sql import convert, model_fields, qn
 
 __all__ = [
     "active_run",

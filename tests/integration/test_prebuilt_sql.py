@@ -15,23 +15,24 @@ from django.db import connection
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from pai_agents.engine.store import Lease
 from pai_threads import services
 from pai_threads.identity import Identity
-from pai_threads.models import Message, Run, Step, Thread
+from pai_threads.models import Message, Run, RunAttempt, Step, Thread
 from pai_threads.store.context_reads import context_messages
+from pai_threads.store.inserts import compiled_insert_sql, insert_sql
 from pai_threads.store.rows import active_run, scoped_thread
 from pai_threads.store.sql import (
     claim_update_sql,
-    compiled_insert_sql,
     fenced_update_sql,
     held_exists_sql,
     held_runs,
-    insert_sql,
     lease_expired,
     model_fields,
     parts_update_sql,
+    returned_instance,
     update_sql,
 )
 
@@ -149,10 +150,21 @@ def inserted_rows() -> list[Any]:
         started_at=NOW,
         finished_at=NOW,
     )
-    return [message, step]
+    run = Run(
+        id="run_i",
+        thread_id="thr_i",
+        scope_key="s",
+        agent_name="a",
+        identity={"user": 1},
+        client_data={},
+        lease_token=3,
+        parent_run_id=None,
+    )
+    attempt = RunAttempt(run_id="run_i", number=2, worker="w", lease_token=3, claimed_at=NOW)
+    return [message, step, run, attempt]
 
 
-@pytest.mark.parametrize("index", [0, 1], ids=["message", "step"])
+@pytest.mark.parametrize("index", [0, 1, 2, 3], ids=["message", "step", "run", "attempt"])
 @pytest.mark.parametrize("shape", ["values", "from a CTE"])
 def test_an_insert_is_the_statement_the_orm_compiles(
     index: int, shape: str, monkeypatch: pytest.MonkeyPatch
@@ -163,10 +175,52 @@ def test_an_insert_is_the_statement_the_orm_compiles(
         options = {"source": "pai_fence", "columns": {"message_id": 'pai_message."id"'}}
         if index == 0:
             options = {"source": "pai_fence", "returning": model_fields(Message, ("id", "parts"))}
+        if index > 1:
+            options = {"source": "pai_fence"}
     sql, params = insert_sql(inserted_rows()[index], **options)
     orm_sql, orm_params = compiled_insert_sql(inserted_rows()[index], **options)
     assert sql == orm_sql
     assert comparable(params) == comparable(orm_params)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("step_index", "3"),  # an integer field given a string: int() by its field
+        ("step_index", True),  # a flag where a number goes: 1, not a boolean parameter
+        ("in_context", 1),  # a number where a flag goes
+        ("role", gettext_lazy("assistant")),  # a lazy string: cast by its field
+        ("producer", Message.Producer.MODEL),  # a choice (a str subclass)
+        ("run_id", ""),  # an empty key: what its target field makes of it
+    ],
+)
+def test_a_value_of_another_type_is_prepared_by_its_field(
+    name: str, value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strings, numbers and flags of their field's own type are passed through as they are
+    (insert_sql's fast path); any other value is prepared by its field, as the ORM does."""
+    monkeypatch.setattr(timezone, "now", lambda: NOW)
+    message = inserted_rows()[0]
+    setattr(message, name, value)
+    _, params = insert_sql(message)
+    _, orm_params = compiled_insert_sql(message)
+    assert comparable(params) == comparable(orm_params)
+    field = Message._meta.get_field(name)
+    position = [f.attname for f in Message._meta.local_concrete_fields if f.attname != "id"]
+    prepared = params[position.index(field.attname)]
+    assert prepared == field.get_db_prep_save(value, connection=connection)
+    assert type(prepared) is type(field.get_db_prep_save(value, connection=connection))
+
+
+def test_a_returned_row_is_an_instance_as_loaded_with_the_rest_deferred() -> None:
+    values = {"id": "run_r", "thread_id": "thr_r", "status": "running", "usage": {"x": 1}}
+    run = returned_instance(Run, values)
+    assert type(run) is Run and run == Run(**values)
+    assert (run.pk, run.thread_id, run.status, run.usage) == ("run_r", "thr_r", "running", {"x": 1})
+    assert not run._state.adding and run._state.db == "default"  # as loaded: save() updates
+    # A column the statement did not return is deferred (read on access), never a default.
+    assert "agent_name" in run.get_deferred_fields()
+    assert "thread_id" not in run.get_deferred_fields()
 
 
 @pytest.mark.django_db(transaction=True)
