@@ -128,7 +128,8 @@ def render_w1(results: dict[str, Any]) -> list[str]:
     )
     out += [
         "The five commits of a run: accept (run + user message), claim (lease: one "
-        "`UPDATE ... RETURNING` that also returns the input messages), step 1 (assistant "
+        "`UPDATE ... RETURNING` that also returns the input messages and, on PostgreSQL, the "
+        "thread's context window), step 1 (assistant "
         "message with the tool call + Step row, before the tool runs; on PostgreSQL one "
         "data-modifying CTE), tool result (message update: one statement fenced by a locking "
         "`EXISTS` on the run row), step 2 + completion (answer, Step row and run outcome in "

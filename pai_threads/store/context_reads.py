@@ -18,7 +18,7 @@ from pai_threads.models import Message
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.sql import model_fields, qn
 
-__all__ = ["context_messages"]
+__all__ = ["context_json_sql", "context_messages", "messages_of_context_json"]
 
 _CONTEXT_FIELDS = model_fields(Message, ("message_id", "role", "parts"))
 
@@ -67,3 +67,41 @@ def context_messages(thread_id: str, window: int | None) -> list[UIMessage]:
         )
         for message_id, role, parts in raw
     ]
+
+
+@cache
+def _context_json(vendor: str, thread_column: str, windowed: bool) -> str:
+    table = qn(Message._meta.db_table)
+    thread, position = f"{table}.{qn('thread_id')}", f"{table}.{qn('id')}"
+    window = (
+        f"SELECT {position} AS pai_position, {table}.{qn('message_id')} AS pai_id, "  # noqa: S608
+        f"{table}.{qn('role')} AS pai_role, {table}.{qn('parts')} AS pai_parts FROM {table} "
+        f"WHERE ({table}.{qn('in_context')} AND {table}.{qn('status')} = %s "
+        f"AND {thread} >= {thread_column} AND {thread} <= {thread_column}) "
+        f"ORDER BY {thread} DESC, {position} DESC"
+    )
+    if windowed:
+        window += " LIMIT %s"
+    return (
+        "(SELECT COALESCE(json_agg(json_build_array(pai_window.pai_id, pai_window.pai_role, "  # noqa: S608
+        "pai_window.pai_parts) ORDER BY pai_window.pai_position), '[]'::json) "
+        f"FROM ({window}) pai_window)"
+    )
+
+
+def context_json_sql(thread_column: str, window: int | None) -> tuple[str, list[Any]]:
+    """PostgreSQL: :func:`context_messages` of the thread in ``thread_column`` (a qualified
+    column of the enclosing statement) as one scalar subquery, a JSON array of
+    ``[id, role, parts]`` oldest first, so a statement about the run (the claim) returns the
+    context too (:func:`messages_of_context_json` reads it): one round trip fewer. The same
+    rows in the same order as :func:`context_messages`, walking the same index."""
+    params: list[Any] = [Message.Status.COMMITTED.value]
+    if window:
+        params.append(window)
+    return _context_json(connection.vendor, thread_column, bool(window)), params
+
+
+def messages_of_context_json(value: Any) -> list[UIMessage]:
+    """The messages of a :func:`context_json_sql` value (JSON text or decoded)."""
+    items = json.loads(value) if isinstance(value, str | bytes) else value
+    return [UIMessage(id=message_id, role=role, parts=parts) for message_id, role, parts in items]

@@ -42,6 +42,7 @@ from pai_threads.store.attempts import (
     end_attempt_sql,
     record_claim,
 )
+from pai_threads.store.context_reads import context_json_sql
 from pai_threads.store.inserts import insert_sql
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import insert_row
@@ -66,6 +67,7 @@ from pai_threads.store.sql import (
 from pai_threads.subagents.outcomes import answer_parent
 
 __all__ = [
+    "Claimed",
     "Fenced",
     "MessageKey",
     "after_end",
@@ -305,9 +307,26 @@ def message_of(lease: Lease, message: UIMessage) -> Any:
     return Message.objects.filter(run_id=lease.run_id, message_id=message["id"])
 
 
+@dataclass(frozen=True)
+class Claimed:
+    """What a claim returned: the run, whether its thread has queued input, its input
+    messages, and (when asked for, on PostgreSQL) the thread's context window as the
+    statement read it, still JSON: :func:`messages_of_context_json` reads it if it is used."""
+
+    run: Run
+    queued: bool
+    inputs: list[Message]
+    context: Any = None
+
+
 def claim_returning(
-    run_id: str, *, owner: str, lease_seconds: float
-) -> tuple[Run, bool, list[Message]] | None:
+    run_id: str,
+    *,
+    owner: str,
+    lease_seconds: float,
+    with_context: bool = False,
+    context_window: int | None = None,
+) -> Claimed | None:
     """Claim in one statement: a conditional UPDATE ... RETURNING, in autocommit (and the
     claim's attempt row: CTEs of it on PostgreSQL, else in one transaction with it).
 
@@ -315,6 +334,8 @@ def claim_returning(
     token increment is the fence every later write of this execution checks. It returns the
     run, whether the thread has queued input (the first steer check), and the run's input
     messages (announced to subscribers at once): one round trip instead of three.
+    ``with_context``: on PostgreSQL it also returns the thread's context window (its newest
+    ``context_window`` messages; None: all), the read the engine makes next: one more saved.
     """
     # The lease starts once a connection is in hand: a claim that waited for one (a pool
     # emptied by a burst of sends) must not begin with a lease that already ran out.
@@ -326,7 +347,13 @@ def claim_returning(
     inputs, inputs_params = input_messages_sql(run_column("id"))
     sql += f" RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"
     params += [*queued_params, *inputs_params]
-    if connection.vendor == "postgresql":
+    postgres = connection.vendor == "postgresql"
+    with_context = with_context and postgres
+    if with_context:
+        context, context_params = context_json_sql(run_column("thread_id"), context_window)
+        sql += f", {context}"
+        params += context_params
+    if postgres:
         # The attempt history in the same statement: no extra round trip (docs/benchmarks.md).
         attempts, attempt_params = claim_attempt_ctes(
             run_id, owner=owner, now=now, source="pai_claim"
@@ -342,8 +369,12 @@ def claim_returning(
     if row is None:
         return None
     width = len(_CLAIM_FIELDS)
-    run = returned_instance(Run, convert(_CLAIM_FIELDS, row[:width]))
-    return run, bool(row[width]), input_messages(row[width + 1])
+    return Claimed(
+        run=returned_instance(Run, convert(_CLAIM_FIELDS, row[:width])),
+        queued=bool(row[width]),
+        inputs=input_messages(row[width + 1]),
+        context=row[width + 2] if with_context else None,
+    )
 
 
 def _claim_row(sql: str, params: list[Any]) -> Sequence[Any] | None:

@@ -42,7 +42,7 @@ from pai_threads.models import Message, PendingAction, QueueItem, Step
 from pai_threads.store.admission import lock_thread
 from pai_threads.store.checkpoints import checkpoint_open_parts, insert_open_message
 from pai_threads.store.claims import claimed_run, lease_of
-from pai_threads.store.context_reads import context_messages
+from pai_threads.store.context_reads import context_messages, messages_of_context_json
 from pai_threads.store.db import run_db as _db
 from pai_threads.store.fenced_writes import (
     Fenced,
@@ -108,16 +108,28 @@ class ORMThreadStore:
     # -- sync implementations (each one transaction) --
 
     def claim_run_sync(self, run_id: str, *, owner: str, lease_seconds: float) -> ClaimedRun:
-        claimed = claim_returning(run_id, owner=owner, lease_seconds=lease_seconds)
+        # The context is read with the claim (PostgreSQL), or right after it, when the engine
+        # will ask for it first; an agent whose prepare_run hook comes first leaves it unread.
+        claimed = claim_returning(
+            run_id,
+            owner=owner,
+            lease_seconds=lease_seconds,
+            with_context=self._context_on_claim is not None,
+            context_window=pai_settings.CONTEXT_WINDOW_MESSAGES or None,
+        )
         if claimed is None:
             raise RunNotFound(run_id)
-        run, queued, inputs = claimed
+        run = claimed.run
         self.facts.run_written(run)
-        self.facts.queue_observed(run.id, queued)
-        self.facts.inputs_read(run.id, inputs)
+        self.facts.queue_observed(run.id, claimed.queued)
+        self.facts.inputs_read(run.id, claimed.inputs)
         lease = lease_of(run, owner)
         if self._context_on_claim is not None and self._context_on_claim(run.agent_name):
-            self._claimed_context[run.id] = self.load_context_sync(lease)
+            self._claimed_context[run.id] = (
+                self.load_context_sync(lease)
+                if claimed.context is None
+                else messages_of_context_json(claimed.context)
+            )
         return claimed_run(run, lease)
 
     def heartbeat_sync(self, lease: Lease, *, lease_seconds: float) -> RunSignals:

@@ -7,6 +7,7 @@ Django's own compilers for every kind of change the store makes, on the database
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,14 +15,18 @@ import pytest
 from django.db import connection
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from pai_agents.engine.store import Lease
 from pai_threads import services
+from pai_threads.conf import pai_settings
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, RunAttempt, Step, Thread
-from pai_threads.store.context_reads import context_messages
+from pai_threads.store import thread_store
+from pai_threads.store.context_reads import context_messages, messages_of_context_json
+from pai_threads.store.fenced_writes import claim_returning
 from pai_threads.store.inserts import compiled_insert_sql, insert_sql
 from pai_threads.store.rows import active_run, scoped_thread
 from pai_threads.store.sql import (
@@ -35,6 +40,7 @@ from pai_threads.store.sql import (
     returned_instance,
     update_sql,
 )
+from pai_threads.store.thread_store import ORMThreadStore
 
 LEASE = Lease(run_id="run_prebuilt", owner="w", token=7, thread_id="thr_x", scope_key="s")
 NOW = datetime(2026, 12, 2, 4, 30, tzinfo=UTC)
@@ -247,6 +253,67 @@ def test_the_context_read_returns_what_the_orm_query_returns(window: int | None)
     if window:
         expected = expected[-window:]
     assert context_messages(thread.id, window) == expected
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("window", [None, 2])
+def test_the_claim_returns_the_context_window_the_context_read_returns(
+    window: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL the claim statement also returns the thread's context window (one round
+    trip fewer); the store hands it to the engine's first context read, which then reads
+    nothing. Elsewhere the claim returns none and the store reads it after the claim."""
+    identity = Identity(scope_key="prebuilt", data={})
+    thread = services.create_thread(identity)
+    other = services.create_thread(identity)
+    for i, (owner, in_context, status) in enumerate(
+        [
+            (thread, True, "committed"),
+            (thread, False, "committed"),
+            (other, True, "committed"),
+            (thread, True, "open"),
+            (thread, True, "committed"),
+            (thread, True, "committed"),
+        ]
+    ):
+        Message.objects.create(
+            message_id=f"msg_claim_ctx_{i}",
+            thread=owner,
+            scope_key="prebuilt",
+            role="assistant" if i % 2 else "user",
+            parts=[{"type": "text", "text": f"é {i} \u2028"}],
+            in_context=in_context,
+            status=status,
+        )
+    expected = context_messages(thread.id, window)
+    assert [m["id"] for m in expected] == ["msg_claim_ctx_0", "msg_claim_ctx_4", "msg_claim_ctx_5"][
+        -(window or 3) :
+    ]
+    run = Run.objects.create(thread=thread, scope_key="prebuilt", agent_name="a")
+    claimed = claim_returning(
+        run.id, owner="w", lease_seconds=60, with_context=True, context_window=window
+    )
+    assert claimed is not None and claimed.run.id == run.id
+    postgres = connection.vendor == "postgresql"
+    assert (claimed.context is not None) is postgres
+    if postgres:
+        assert messages_of_context_json(claimed.context) == expected
+
+    # Through the store: the engine's first context read is the claim's, without a read.
+    run = Run.objects.create(thread=other, scope_key="prebuilt", agent_name="a")
+    Run.objects.filter(thread=thread).update(status="completed")
+    monkeypatch.setattr(pai_settings, "CONTEXT_WINDOW_MESSAGES", window)
+    store = ORMThreadStore(context_on_claim=lambda agent: True)
+    with CaptureQueriesContext(connection) as queries:
+        claim = store.claim_run_sync(run.id, owner="w", lease_seconds=60)
+    sent = [q["sql"].lstrip() for q in queries.captured_queries]
+    context_reads = [sql for sql in sent if sql.startswith("SELECT") and "in_context" in sql]
+    assert len(context_reads) == (0 if postgres else 1)  # SQLite: read after the claim
+    assert len(sent) == 1 or not postgres  # PostgreSQL: the claim's one statement
+    read = []
+    monkeypatch.setattr(thread_store, "context_messages", lambda *a: read.append(a) or [])
+    context = asyncio.run(store.load_context(claim.lease))
+    assert read == [] and context == context_messages(other.id, window)
 
 
 @pytest.mark.django_db(transaction=True)
