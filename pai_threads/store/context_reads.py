@@ -21,20 +21,26 @@ from pai_threads.store.sql import model_fields, qn
 __all__ = ["context_json_sql", "context_messages", "messages_of_context_json"]
 
 _CONTEXT_FIELDS = model_fields(Message, ("message_id", "role", "parts"))
+_POSITION_FIELDS = model_fields(Message, ("id",))
 
 
 @cache
-def _context_select(vendor: str, windowed: bool) -> str:
+def _context_select(
+    vendor: str, windowed: bool, bound: str = "%s", positioned: bool = False
+) -> str:
+    """The window's SELECT; ``bound``: the thread id (a parameter, or a column of an
+    enclosing statement); ``positioned``: the row's id is selected too (first)."""
     table = qn(Message._meta.db_table)
-    names = ", ".join(f"{table}.{qn(str(f.column))}" for f in _CONTEXT_FIELDS)
+    fields = (*_POSITION_FIELDS, *_CONTEXT_FIELDS) if positioned else _CONTEXT_FIELDS
+    names = ", ".join(f"{table}.{qn(str(f.column))}" for f in fields)
     thread, position = f"{table}.{qn('thread_id')}", f"{table}.{qn('id')}"
     direction = "DESC" if windowed else "ASC"
     if vendor == "postgresql":
         # The thread as a range, ordered by (thread, id): planned on the thread's index
         # however old the thread is (models.conditions.in_thread_order says why).
-        where, order = f"{thread} >= %s AND {thread} <= %s", f"{thread} {direction}, "
+        where, order = f"{thread} >= {bound} AND {thread} <= {bound}", f"{thread} {direction}, "
     else:
-        where, order = f"{thread} = %s", ""
+        where, order = f"{thread} = {bound}", ""
     sql = (
         f"SELECT {names} FROM {table} WHERE ({table}.{qn('in_context')} "  # noqa: S608
         f"AND {table}.{qn('status')} = %s AND {where}) "
@@ -71,21 +77,11 @@ def context_messages(thread_id: str, window: int | None) -> list[UIMessage]:
 
 @cache
 def _context_json(vendor: str, thread_column: str, windowed: bool) -> str:
-    table = qn(Message._meta.db_table)
-    thread, position = f"{table}.{qn('thread_id')}", f"{table}.{qn('id')}"
-    window = (
-        f"SELECT {position} AS pai_position, {table}.{qn('message_id')} AS pai_id, "  # noqa: S608
-        f"{table}.{qn('role')} AS pai_role, {table}.{qn('parts')} AS pai_parts FROM {table} "
-        f"WHERE ({table}.{qn('in_context')} AND {table}.{qn('status')} = %s "
-        f"AND {thread} >= {thread_column} AND {thread} <= {thread_column}) "
-        f"ORDER BY {thread} DESC, {position} DESC"
-    )
-    if windowed:
-        window += " LIMIT %s"
+    window = _context_select(vendor, windowed, thread_column, positioned=True)
+    columns = ", ".join(f"pai_window.{qn(str(f.column))}" for f in _CONTEXT_FIELDS)
     return (
-        "(SELECT COALESCE(json_agg(json_build_array(pai_window.pai_id, pai_window.pai_role, "  # noqa: S608
-        "pai_window.pai_parts) ORDER BY pai_window.pai_position), '[]'::json) "
-        f"FROM ({window}) pai_window)"
+        f"(SELECT COALESCE(json_agg(json_build_array({columns}) "  # noqa: S608
+        f"ORDER BY pai_window.{qn('id')}), '[]'::json) FROM ({window}) pai_window)"
     )
 
 
