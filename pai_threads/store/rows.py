@@ -81,23 +81,27 @@ def _thread_select(vendor: str) -> tuple[str, tuple[Any, ...]]:
     fields = tuple(Thread._meta.concrete_fields)
     table = qn(Thread._meta.db_table)
     names = ", ".join(f"{table}.{qn(str(f.column))}" for f in fields)
-    sql = (
-        f"SELECT {names} FROM {table} WHERE ({table}.{qn('id')} = %s "  # noqa: S608
-        f"AND {table}.{qn('scope_key')} = %s)"
-    )
+    sql = f"SELECT {names} FROM {table} WHERE {table}.{qn('id')} = %s"  # noqa: S608
     return sql, fields
 
 
 def scoped_thread(thread_id: str, scope_key: str) -> Thread | None:
-    """``Thread.objects.get(id=..., scope_key=...)`` (None when absent), its SELECT built
-    once: every send and every thread request starts with it."""
+    """``Thread.objects.get(id=..., scope_key=...)`` (None when absent or another scope's),
+    its SELECT built once: every send and every thread request starts with it.
+
+    The statement names the primary key alone and the scope is compared here: with both in
+    the WHERE clause, PostgreSQL's generic plan for the prepared statement may walk
+    ``pai_thread_scope_archived`` (scope_key, ..., id) instead, reading every entry of the
+    scope, a cost that grows with the threads one scope holds."""
     sql, fields = _thread_select(connection.vendor)
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [thread_id, scope_key])
+        cursor.execute(sql, [thread_id])
         row = cursor.fetchone()
     if row is None:
         return None
     values = convert(fields, row)
+    if values["scope_key"] != scope_key:
+        return None
     return Thread.from_db(DEFAULT_DB_ALIAS, list(values), list(values.values()))
 
 
