@@ -68,6 +68,7 @@ from pai_threads.store.sql import (
     fence,
     fenced_update_sql,
     held_runs,
+    new_instance,
     queued_sql,
 )
 from pai_threads.store.suspensions import action_request, suspend_history_of
@@ -213,14 +214,17 @@ class ORMThreadStore:
         # MF-002: the step's own usage and diagnostics travel with its message.
         fields["usage"] = ensure_strict_json(dict(step.usage), what="usage")
         fields["diagnostics"] = ensure_strict_json(step_diagnostics(step), what="diagnostics")
-        step_row = Step(
-            run_id=lease.run_id,
-            index=step.index,
-            request=ensure_strict_json(dict(step.request), what="step request"),
-            usage=fields["usage"],
-            finish_reason=step.finish_reason,
-            started_at=step.started_at,
-            finished_at=step.finished_at,
+        step_row = new_instance(
+            Step,
+            {
+                "run_id": lease.run_id,
+                "index": step.index,
+                "request": ensure_strict_json(dict(step.request), what="step request"),
+                "usage": fields["usage"],
+                "finish_reason": step.finish_reason,
+                "started_at": step.started_at,
+                "finished_at": step.finished_at,
+            },
         )
         ends = outcome is not None and outcome.status in TERMINAL_STATUSES
         if replace_open:
@@ -228,12 +232,14 @@ class ORMThreadStore:
             self.facts.message_written(row, suspensions=True)
         elif connection.vendor == "postgresql" and not ends:
             # One autocommit statement: fence, message and Step row (see write_step).
-            fenced, row = write_step(lease, run_changes, Message(**fields), step_row, sides=False)
+            fenced, row = write_step(
+                lease, run_changes, new_instance(Message, fields), step_row, sides=False
+            )
         else:
             with transaction.atomic():
                 before_end(lease, outcome)
                 fenced, row = write_step(
-                    lease, run_changes, Message(**fields), step_row, sides=ends
+                    lease, run_changes, new_instance(Message, fields), step_row, sides=ends
                 )
                 if ends:
                     after_end(lease, fenced)
@@ -259,7 +265,7 @@ class ORMThreadStore:
             fenced = fence_returning(lease, run_changes, sides=ends)
             row = replace_open(lease, fields, step_row.index)
             if row is None:
-                row = insert_row(Message(**fields))
+                row = insert_row(new_instance(Message, fields))
             step_row.message_id, step_row.attempt = row.pk, fenced.run.attempt
             insert_row(step_row)
             if ends:

@@ -36,6 +36,7 @@ from pai_threads.store.sql import (
     held_runs,
     lease_expired,
     model_fields,
+    new_instance,
     parts_update_sql,
     returned_instance,
     update_sql,
@@ -227,6 +228,33 @@ def test_a_returned_row_is_an_instance_as_loaded_with_the_rest_deferred() -> Non
     # A column the statement did not return is deferred (read on access), never a default.
     assert "agent_name" in run.get_deferred_fields()
     assert "thread_id" not in run.get_deferred_fields()
+
+
+@pytest.mark.parametrize(
+    ("model", "values"),
+    [
+        (Message, {"message_id": "m", "thread_id": "thr", "run_id": "run", "parts": []}),
+        (Step, {"run_id": "run", "index": 1, "request": {"a": 1}, "started_at": NOW}),
+        (Run, {"thread_id": "thr", "agent_name": "a"}),  # a callable default: the run's id
+    ],
+)
+def test_a_new_instance_is_what_model_init_makes(model: type[Any], values: dict[str, Any]) -> None:
+    """new_instance (the step commit's rows, without Model.__init__) gives every field what
+    ``model(**values)`` gives it, callable defaults called anew for each instance."""
+    fields = [f.attname for f in model._meta.concrete_fields if not f.generated]
+    made, built, other = model(**values), new_instance(model, values), new_instance(model, values)
+    assert built.get_deferred_fields() == made.get_deferred_fields()  # Run.active: computed
+    for name in fields:
+        if name == "id" and model is Run:  # a new id each time, of the same kind
+            assert built.pk != other.pk and built.pk[:4] == made.pk[:4] == "run_"
+            continue
+        assert getattr(built, name) == getattr(made, name), name
+    mutable = [n for n in fields if isinstance(getattr(built, n), dict | list) and n not in values]
+    assert all(getattr(built, n) is not getattr(other, n) for n in mutable)
+    assert built._state.adding and built._state.db is None  # new: save() inserts
+    # A relation given by name (not attname) is left to Model.__init__.
+    related = new_instance(Message, {"run": None, "message_id": "m"})
+    assert related.run_id is None and related.message_id == "m"
 
 
 @pytest.mark.django_db(transaction=True)
