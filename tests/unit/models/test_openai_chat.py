@@ -6,7 +6,6 @@ import asyncio
 import json
 import socket
 import threading
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -618,16 +617,24 @@ async def test_abort_from_another_thread_interrupts_a_stalled_read(
 async def test_abort_while_waiting_for_response_headers(
     server: FakeOpenAIServer, model: OpenAIChatModel
 ) -> None:
+    # The server holds its headers back until the test has seen the abort: the abort cannot
+    # pass for a finished response, however slow the machine (a 0.3 s sleep against a
+    # 0.25 s wait raced a loaded CI machine and lost).
+    aborted = threading.Event()
+
     def slow_to_answer(body: dict[str, Any]) -> list[dict[str, Any] | Pause]:
-        time.sleep(0.3)  # runs in the server thread before any header is sent
+        aborted.wait(10)  # runs in the server thread before any header is sent
         return text_response("late")
 
     server.add(slow_to_answer)
     signal = AbortSignal()
     asyncio.get_running_loop().call_later(0.05, signal.abort)
 
-    with pytest.raises(Aborted):
-        await asyncio.wait_for(collect(model, signal=signal), timeout=0.25)
+    try:
+        with pytest.raises(Aborted):
+            await asyncio.wait_for(collect(model, signal=signal), timeout=5)
+    finally:
+        aborted.set()
 
 
 async def test_an_already_aborted_signal_sends_no_request(
