@@ -33,7 +33,7 @@ from pai_agents.engine.store import (
 from pai_agents.json import ensure_strict_json
 from pai_agents.messages.parts import check_part_types
 from pai_agents.messages.types import UIMessage
-from pai_threads.models import Message, Run, Step
+from pai_threads.models import Message, QueueItem, Run, Step
 from pai_threads.store.admission import admit_next, lock_thread
 from pai_threads.store.attempts import (
     attempt_end,
@@ -73,6 +73,7 @@ __all__ = [
     "after_end",
     "before_end",
     "claim_returning",
+    "end_gate_sql",
     "fence_returning",
     "message_key",
     "message_of",
@@ -126,13 +127,21 @@ def run_column(name: str) -> str:
     return column_of(_RUN_TABLE, name)
 
 
-def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[str, list[Any]]:
+def _fence_sql(
+    lease: Lease, changes: dict[str, Any], *, sides: bool, gate: bool = False
+) -> tuple[str, list[Any]]:
     """The fencing UPDATE, returning the run, ``EXISTS`` queued input [, pending actions].
 
     In the transaction that ends a run the thread lock is taken by an earlier statement, so
     this statement's snapshot already holds every queued input a send could have added.
+    ``gate`` (PostgreSQL, in autocommit): the end gate takes that lock and reads the queue
+    itself, before the run row is locked (see :func:`end_gate_sql`).
     """
     sql, params = fenced_update_sql(lease, changes)
+    if gate:
+        gated, gate_params = end_gate_sql(lease)
+        sql = f"{sql} AND {gated}"
+        params += gate_params
     queued, queued_params = queued_sql(run_column("thread_id"))
     columns = [returning_sql(_RUN_FIELDS, _RUN_TABLE), queued]
     params += queued_params
@@ -141,6 +150,23 @@ def _fence_sql(lease: Lease, changes: dict[str, Any], *, sides: bool) -> tuple[s
         columns.append(pending)
         params += pending_params
     return f"{sql} RETURNING {', '.join(columns)}", params
+
+
+def end_gate_sql(lease: Lease) -> tuple[str, list[Any]]:
+    """The end gate, a condition of the fencing UPDATE's WHERE clause (PostgreSQL).
+
+    ``pai_threads_end_gate`` (migration 0020) takes the thread lock, then reads the queue
+    with a fresh snapshot (a VOLATILE function's queries take their own; the statement's
+    predates the lock wait), so a run's last write is one autocommit statement instead of a
+    transaction of BEGIN, the thread lock, the write and COMMIT. It is false (no row
+    matches, nothing is written) when input is queued or the run is a sub-agent's. Called
+    from the WHERE clause, after the lease conditions, it locks the thread before the run
+    row is locked: thread, then run, the one lock order
+    (:func:`~pai_threads.store.admission.lock_thread`).
+    """
+    parent = run_column("parent_run_id")
+    sql = f"pai_threads_end_gate(%s, %s, {parent})"
+    return sql, [lease.thread_id, QueueItem.Status.QUEUED.value]
 
 
 def _fenced_row(row: Sequence[Any], *, sides: bool) -> Fenced:
@@ -188,16 +214,24 @@ def _message_row(values: Sequence[Any]) -> Message:
 
 
 def write_step(
-    lease: Lease, changes: dict[str, Any], message: Message, step: Step, *, sides: bool
+    lease: Lease,
+    changes: dict[str, Any],
+    message: Message,
+    step: Step,
+    *,
+    sides: bool,
+    gate: bool = False,
 ) -> tuple[Fenced, Message]:
     """Fence the run (applying ``changes``), insert the step's message and Step row.
 
     On PostgreSQL this is one statement (a data-modifying CTE: the inserts select from the
     fencing UPDATE, so a lost lease inserts nothing), atomic on its own; elsewhere three
-    statements in the caller's transaction.
+    statements in the caller's transaction. ``gate``: the statement ends the run on its own,
+    in autocommit, behind the end gate (:func:`end_gate_sql`); a closed gate matches no row
+    and raises :class:`LeaseLost` like a lost lease (the caller tells them apart).
     """
     if connection.vendor == "postgresql":
-        fencing, params = _fence_sql(lease, changes, sides=sides)
+        fencing, params = _fence_sql(lease, changes, sides=sides, gate=gate)
         insert, insert_params = insert_sql(message, source="pai_fence", returning=_MESSAGE_FIELDS)
         # The step records the attempt that wrote it: the one the fencing UPDATE held.
         step_insert, step_params = insert_sql(
@@ -223,7 +257,10 @@ def write_step(
         if row is None:
             raise LeaseLost(lease.run_id)
         width = len(_RUN_FIELDS) + (2 if sides else 1)
-        return _fenced_row(row[:width], sides=sides), _message_row(row[width:])
+        fenced = _fenced_row(row[:width], sides=sides)
+        if gate:  # the gate read the queue under the lock: nothing queued (or no row)
+            fenced = Fenced(run=fenced.run, queued=False, pending=fenced.pending)
+        return fenced, _message_row(row[width:])
     fenced = fence_returning(lease, changes, sides=sides)
     insert, insert_params = insert_sql(message, returning=_MESSAGE_FIELDS)
     with prepared_cursor() as cursor:

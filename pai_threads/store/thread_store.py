@@ -58,7 +58,6 @@ from pai_threads.store.fenced_writes import (
     run_column,
     stored_parts,
     update_parts,
-    write_step,
 )
 from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetadata
 from pai_threads.store.prepared import prepared_cursor
@@ -71,6 +70,7 @@ from pai_threads.store.sql import (
     new_instance,
     queued_sql,
 )
+from pai_threads.store.step_writes import commit_new_step
 from pai_threads.store.suspensions import action_request, suspend_history_of
 from pai_threads.subagents import child_progressed, start_children
 
@@ -230,19 +230,11 @@ class ORMThreadStore:
         if replace_open:
             fenced, row = self._commit_replacing(lease, fields, step_row, run_changes, outcome)
             self.facts.message_written(row, suspensions=True)
-        elif connection.vendor == "postgresql" and not ends:
-            # One autocommit statement: fence, message and Step row (see write_step).
-            fenced, row = write_step(
-                lease, run_changes, new_instance(Message, fields), step_row, sides=False
+        else:  # one autocommit statement on PostgreSQL (see step_writes)
+            message_row = new_instance(Message, fields)
+            fenced, row = commit_new_step(
+                lease, run_changes, message_row, step_row, outcome, ends=ends
             )
-        else:
-            with transaction.atomic():
-                before_end(lease, outcome)
-                fenced, row = write_step(
-                    lease, run_changes, new_instance(Message, fields), step_row, sides=ends
-                )
-                if ends:
-                    after_end(lease, fenced)
         if not replace_open:
             self._unsuspended.add(row.message_id)
             self.facts.message_written(row, suspensions=False)

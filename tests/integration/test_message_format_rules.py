@@ -7,7 +7,7 @@ import asyncio
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -25,7 +25,6 @@ from pai_agents import (
     define_agent,
     tool,
 )
-from pai_agents.engine.store import StepRecord
 from pai_agents.lifecycle import InvalidLifecycleWrite, MetadataSchemas
 from pai_agents.messages import reduce_chunks
 from pai_threads import services
@@ -36,6 +35,7 @@ from pai_threads.identity import Identity
 from pai_threads.models import Message, PendingAction, QueueItem, Run, Step, Thread
 from pai_threads.store.thread_store import ORMThreadStore
 from pai_threads.websocket.snapshot import build_snapshot
+from tests.support.step_commits import commit_only_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -225,21 +225,7 @@ def _commit(run_id: str, message: dict[str, Any]) -> None:
     """Commit ``message`` as the run's only step, through the ORM store's fenced write."""
     store = ORMThreadStore()
     claim = store.claim_run_sync(run_id, owner="w1", lease_seconds=60)
-    now = datetime.now(UTC)
-    store.commit_step_sync(
-        claim.lease,
-        message=message,  # type: ignore[arg-type]
-        step=StepRecord(
-            index=0,
-            message_id=message["id"],
-            request={},
-            usage={},
-            finish_reason="stop",
-            started_at=now,
-            finished_at=now,
-        ),
-        outcome=RunOutcome(status="completed"),
-    )
+    commit_only_step(store, claim.lease, message)
 
 
 def test_mf_009_stored_native_parts_round_trip_unchanged(alice: Identity) -> None:

@@ -1,0 +1,30 @@
+"""Committing a run's last step through the ORM store, as the engine's final write does."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pai_agents.engine.store import Lease, RunOutcome, StepRecord
+from pai_threads.store.thread_store import ORMThreadStore
+
+__all__ = ["commit_only_step"]
+
+
+def commit_only_step(store: ORMThreadStore, lease: Lease, message: dict[str, Any]) -> None:
+    """Commit ``message`` as step 0 of the leased run, ending it ``completed``."""
+    now = datetime.now(UTC)
+    store.commit_step_sync(
+        lease,
+        message=message,  # type: ignore[arg-type]
+        step=StepRecord(
+            index=0,
+            message_id=message["id"],
+            request={},
+            usage={},
+            finish_reason="stop",
+            started_at=now,
+            finished_at=now,
+        ),
+        outcome=RunOutcome(status="completed"),
+    )
