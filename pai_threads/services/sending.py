@@ -34,6 +34,7 @@ from pai_threads.services.threads import get_thread
 from pai_threads.store.admission import dispatch_after_commit, new_run
 from pai_threads.store.fused_send import FusedSend, can_fuse_send, start_run_fused
 from pai_threads.store.rows import active_run, insert_row, touch_thread
+from pai_threads.store.thread_headers import forget_thread, known_thread
 
 __all__ = ["SEND_POLICIES", "SendResult", "send"]
 
@@ -75,7 +76,41 @@ def send(
     the queue and actions (a retry publishes nothing). ``initiator`` records who started
     the run (``command`` for an agent command; queued input keeps it until admitted).
     """
-    thread = get_thread(identity, thread_id)
+    body = partial(
+        _send,
+        identity,
+        message=message,
+        client_data=client_data,
+        policy=policy,
+        dispatch=dispatch,
+        initiator=initiator,
+    )
+    # The thread's id, scope and agent as this process remembers them (no read), checked
+    # against the row by the fused statement; else, or when the row disagrees, read.
+    remembered = known_thread(thread_id, identity.scope_key)
+    if remembered is not None:
+        try:
+            return body(remembered, remembered=True)
+        except _StaleHeader:
+            forget_thread(thread_id)
+    return body(get_thread(identity, thread_id), remembered=False)
+
+
+class _StaleHeader(Exception):
+    """The fused send found no row for the remembered thread, scope and agent."""
+
+
+def _send(
+    identity: Identity,
+    thread: Thread,
+    *,
+    message: Mapping[str, Any],
+    client_data: Mapping[str, Any] | None,
+    policy: SendPolicy | None,
+    dispatch: bool,
+    initiator: str,
+    remembered: bool,
+) -> SendResult:
     message_id, parts, metadata = validate_user_message(message)
     parts = reference_attachments(thread, parts)  # MF-039: stored as references
     client_id = bool(message.get("id"))
@@ -123,6 +158,8 @@ def send(
         run, row = build()
         outcome = start_run_fused(thread, run, row, client_id=client_id)
         if outcome is FusedSend.GONE:
+            if remembered:  # the row decides: read it, as without the header
+                raise _StaleHeader
             raise NotFound("thread not found")  # deleted since it was read
         if outcome is FusedSend.STARTED:
             return _started(thread, run, row, dispatch=dispatch)
@@ -131,6 +168,7 @@ def send(
             # Touching the thread takes its row lock: "is a run active?" and "start a run /
             # queue the input" become one step, so concurrent sends never race.
             if not touch_thread(thread.pk):
+                forget_thread(thread.id)
                 raise NotFound("thread not found")  # deleted since it was read
             if client_id:
                 # Only a client-chosen id can be a retry; generated ids are fresh.

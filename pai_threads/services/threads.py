@@ -29,6 +29,7 @@ from pai_threads.store.admission import lock_thread
 from pai_threads.store.pagination import InvalidPageToken, decode_token, encode_token
 from pai_threads.store.rewrites import thread_metadata_defaults
 from pai_threads.store.rows import scoped_thread
+from pai_threads.store.thread_headers import forget_thread, remember_thread
 
 __all__ = [
     "MAX_TITLE",
@@ -59,13 +60,15 @@ def create_thread(identity: Identity, *, agent: str | None = None, title: str = 
         registry.get_agent(agent_name)
     except registry.AgentNotFound:
         raise InvalidInput(f"unknown agent {agent_name!r}") from None
-    return Thread.objects.create(
+    thread = Thread.objects.create(
         scope_key=identity.scope_key,
         agent_name=agent_name,
         title=check_text(title, "the title")[:200],
         title_source="manual" if title else "",  # set by the application (AD-045)
         **thread_metadata_defaults(agent_name),
     )
+    remember_thread(thread)  # its first send skips the read (store.thread_headers)
+    return thread
 
 
 MAX_TITLE = 200
@@ -96,6 +99,7 @@ def get_thread(identity: Identity, thread_id: str) -> Thread:
     thread = scoped_thread(lookup_id(thread_id, "thread"), identity.scope_key)
     if thread is None:
         raise NotFound("thread not found")
+    remember_thread(thread)
     return thread
 
 
@@ -131,6 +135,7 @@ def delete_thread(identity: Identity, thread_id: str) -> list[str]:
         active = [pk for pk, status in runs.values_list("id", "status") if status in Run.ACTIVE]
         stored = list(File.objects.filter(thread=thread).values_list("storage_name", flat=True))
         Thread.objects.filter(pk=thread.pk).delete()
+        forget_thread(thread.id)  # (a process that still remembers it finds no row)
         for run_id in active:
             transaction.on_commit(partial(cancellation.abort_local, run_id, "thread deleted"))
         transaction.on_commit(partial(_delete_stored, stored))

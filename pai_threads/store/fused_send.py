@@ -35,7 +35,7 @@ __all__ = ["FusedSend", "can_fuse_send", "start_run_fused"]
 
 class FusedSend(Enum):
     STARTED = "started"  # the run and the message are stored and committed
-    GONE = "gone"  # the thread was deleted since it was read
+    GONE = "gone"  # no such thread (deleted since it was read), scope and agent
     FALLBACK = "fallback"  # nothing stored: take the locking path
 
 
@@ -64,7 +64,8 @@ def _gate(vendor: str, check_duplicate: bool, active: str) -> str:
     # Identifiers are the models' own; every value is a parameter.
     return (
         f"pai_touch AS (UPDATE {thread} SET {qn('updated_at')} = %s "  # noqa: S608
-        f"WHERE {thread}.{qn('id')} = %s RETURNING {thread}.{qn('id')}), "
+        f"WHERE {thread}.{qn('id')} = %s AND {thread}.{qn('scope_key')} = %s "
+        f"AND {thread}.{qn('agent_name')} = %s RETURNING {thread}.{qn('id')}), "
         f"pai_go AS (SELECT 1 FROM pai_touch WHERE NOT {active}{duplicate})"
     )
 
@@ -77,7 +78,9 @@ def start_run_fused(thread: Thread, run: Run, message: Message, *, client_id: bo
     :func:`can_fuse_send`."""
     now = _THREAD_UPDATED_AT.get_db_prep_save(timezone.now(), connection)
     active, active_params = active_run_exists(thread.pk)
-    params: list[Any] = [now, thread.pk, *active_params]
+    # The thread's scope and agent are checked too: the caller may have them remembered
+    # (store.thread_headers) rather than read, and the row is what decides.
+    params: list[Any] = [now, thread.pk, thread.scope_key, thread.agent_name, *active_params]
     if client_id:
         params += [thread.pk, message.message_id]
     run_sql, run_params = insert_sql(run, source="pai_go")

@@ -91,9 +91,10 @@ def test_an_idle_thread_gets_its_run_and_message_in_one_statement(
     with CaptureQueriesContext(connection) as queries:
         result = services.send(IDENTITY, thread.id, _text("hello"), dispatch=False)
     sent = _sent_statements(queries)
-    # The thread's scoped read, then one statement: no BEGIN/COMMIT, no separate inserts.
-    assert len(sent) == 2, sent
-    assert sent[1].startswith("WITH pai_touch AS (UPDATE")
+    # One statement: no BEGIN/COMMIT, no separate inserts, and no read of the thread this
+    # process created (store.thread_headers).
+    assert len(sent) == 1, sent
+    assert sent[0].startswith("WITH pai_touch AS (UPDATE")
     assert result.created and result.run is not None and result.message is not None
     run = Run.objects.get(pk=result.run.pk)
     stored = Message.objects.get(pk=result.message.pk)  # the key came back from the statement
