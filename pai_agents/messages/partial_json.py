@@ -154,8 +154,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# ``json.loads(text, parse_constant=...)`` builds a new decoder on every call (any keyword
+# does); a tool input is parsed after every streamed fragment, so the decoder is built once.
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    return _DECODER.decode(text)
 
 
 def parse_partial_json(text: str, default: Any = None) -> Any:

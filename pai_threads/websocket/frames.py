@@ -120,6 +120,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# ``json.loads`` with a keyword builds a decoder per call: built once.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_frame(text_data: str | None, bytes_data: bytes | None, *, limit: int) -> Frame:
     """The command frame in one websocket message, or :class:`FrameError`."""
     if text_data is None:
@@ -132,7 +136,7 @@ def parse_frame(text_data: str | None, bytes_data: bytes | None, *, limit: int) 
             details={"limit": limit, "size": size},
         )
     try:
-        frame = json.loads(text_data, parse_constant=_reject_constant)
+        frame = _DECODER.decode(text_data)
     except RecursionError:
         message = f"the frame is nested deeper than {MAX_FRAME_DEPTH} levels"
         raise FrameError("invalid_input", message, details={"maxDepth": MAX_FRAME_DEPTH}) from None
