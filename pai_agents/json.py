@@ -20,6 +20,7 @@ __all__ = [
     "ensure_strict_json",
     "is_strict_json",
     "prebuilt_dumps",
+    "strict_loads",
 ]
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
@@ -64,6 +65,20 @@ def is_strict_json(value: Any) -> bool:
     except NotStrictJson:
         return False
     return True
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# ``json.loads`` with any keyword builds a new decoder on every call: built once here.
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def strict_loads(text: str) -> Any:
+    """JSON text as a value; ``NaN`` and the infinities are a ``ValueError`` like any other
+    text that is not JSON (a too-deep nesting is Python's ``RecursionError``)."""
+    return _STRICT_DECODER.decode(text)
 
 
 def dumps(value: JsonValue) -> str:

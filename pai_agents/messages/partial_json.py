@@ -6,8 +6,9 @@ after every fragment, so it must parse what is there so far the way browsers do.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
+
+from pai_agents.json import strict_loads
 
 __all__ = ["parse_partial_json"]
 
@@ -150,19 +151,6 @@ def _drop_broken_escape(text: str) -> str:
     return text
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# ``json.loads(text, parse_constant=...)`` builds a new decoder on every call (any keyword
-# does); a tool input is parsed after every streamed fragment, so the decoder is built once.
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _loads(text: str) -> Any:
-    return _DECODER.decode(text)
-
-
 def parse_partial_json(text: str, default: Any = None) -> Any:
     """Parse possibly truncated JSON the way the SDK's ``parsePartialJson`` does.
 
@@ -172,7 +160,7 @@ def parse_partial_json(text: str, default: Any = None) -> Any:
     """
     for candidate in (text, _fix_json(text)):
         try:
-            return _loads(candidate)
+            return strict_loads(candidate)
         except ValueError:
             continue
     return default

@@ -13,11 +13,10 @@ set-up (one frame per delta per subscriber).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from pai_agents.json import prebuilt_dumps
+from pai_agents.json import prebuilt_dumps, strict_loads
 from pai_threads.errors import InvalidInput, ServiceUnavailable
 from pai_threads.events.errors import describe
 from pai_threads.services.input_guard import MAX_JSON_DEPTH, check_json
@@ -116,14 +115,6 @@ def request_id_of(frame: Frame) -> str | int | None:
     return None
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-# ``json.loads`` with a keyword builds a decoder per call: built once.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
 def parse_frame(text_data: str | None, bytes_data: bytes | None, *, limit: int) -> Frame:
     """The command frame in one websocket message, or :class:`FrameError`."""
     if text_data is None:
@@ -136,7 +127,7 @@ def parse_frame(text_data: str | None, bytes_data: bytes | None, *, limit: int) 
             details={"limit": limit, "size": size},
         )
     try:
-        frame = _DECODER.decode(text_data)
+        frame = strict_loads(text_data)
     except RecursionError:
         message = f"the frame is nested deeper than {MAX_FRAME_DEPTH} levels"
         raise FrameError("invalid_input", message, details={"maxDepth": MAX_FRAME_DEPTH}) from None
