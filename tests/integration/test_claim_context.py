@@ -8,7 +8,6 @@ Any other store call first drops it, so a write is never hidden from the next lo
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,10 +15,10 @@ from django.conf import settings
 from django.test import override_settings
 
 from benchmarks.agents import w1_agent, w1_lifecycle_agent
-from pai_agents.engine.store import StepRecord
 from pai_threads.execution.execute import context_follows_claim
 from pai_threads.store.db import StoreThreads, swap_store_threads
 from pai_threads.store.thread_store import ORMThreadStore
+from tests.support.step_commits import only_step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -77,16 +76,7 @@ def test_a_write_before_the_first_load_drops_the_claimed_context(
         "role": "assistant",
         "parts": [{"type": "text", "text": "hi"}],
     }
-    now = datetime.now(UTC)
-    step = StepRecord(
-        index=0,
-        message_id=answer["id"],
-        request={},
-        usage={},
-        finish_reason="stop",
-        started_at=now,
-        finished_at=now,
-    )
+    step = only_step(answer["id"])
 
     async def go() -> list[Any]:
         claim = await store.claim_run(queued_w1_run, owner="test", lease_seconds=30)
