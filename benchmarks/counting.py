@@ -3,7 +3,8 @@
 Runs execute their store calls through ``sync_to_async(thread_sensitive=False)``, so the
 queries happen on executor threads, each with its own connection: a ``CaptureQueriesContext``
 on the main thread would see none of them. Instead an execute wrapper is installed on every
-connection as it is created (``connection_created``), and ``BaseDatabaseWrapper.commit`` /
+connection as it is created (``connection_created``) and observes the run loops' own
+connections (``observe_statements``), and ``BaseDatabaseWrapper.commit`` /
 ``rollback`` are wrapped to count explicit transactions. A statement outside any transaction
 (autocommit) that writes (a data-modifying CTE included) is its own transaction, so it
 counts as a commit too.
@@ -24,6 +25,8 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
+
+from pai_threads.store.loop_connections import observe_statements
 
 __all__ = ["Counts", "QueryCounter", "install"]
 
@@ -112,6 +115,15 @@ class QueryCounter:
                 self._counts.autocommit_writes += 1
         return execute(sql, params, many, context)
 
+    def count_loop_statement(self, sql: str) -> None:
+        """A statement of a run loop's own connection (pai_threads.store.loop_connections):
+        always autocommit, so a write is its own transaction."""
+        with self._lock:
+            self._counts.statements += 1
+            self._counts.by_sql[sql] += 1
+            if _WRITE.match(sql):
+                self._counts.autocommit_writes += 1
+
     def _count_end(self, committed: bool) -> None:
         with self._lock:
             if committed:
@@ -134,6 +146,7 @@ def install() -> QueryCounter:
         return _installed
     counter = QueryCounter()
     connection_created.connect(counter._on_connection_created, weak=False)
+    observe_statements(counter.count_loop_statement)
     original_commit = BaseDatabaseWrapper.commit
     original_rollback = BaseDatabaseWrapper.rollback
 

@@ -80,6 +80,11 @@ DEFAULTS: dict[str, Any] = {
     # (pai_threads.store.prepared). False behind a pooler in transaction mode that cannot
     # carry prepared statements (PgBouncer older than 1.21).
     "PREPARED_STATEMENTS": True,
+    # PostgreSQL: async connections each run loop keeps for the hot path's one-statement
+    # writes (a step's commit, a checkpoint, a tool result), sent with no hop to a store thread
+    # (pai_threads.store.loop_connections). None: as many as STORE_THREADS; 0: off (those
+    # writes go to the store threads too).
+    "LOOP_CONNECTIONS": None,
     # Garbage-collector tuning of PAI's long-lived processes (the ASGI web process, Celery
     # workers; pai_threads.executors.gc_tuning): True freezes what start-up allocated and
     # raises the collection thresholds to (50_000, 20, 100); a 3-tuple of ints sets other

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import os
 import queue
 import select
 import threading
@@ -25,9 +24,10 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connection, connections
+from django.db import close_old_connections, connection, connections
 
-from pai_threads.conf import pai_settings
+from pai_threads.store.loop_connections import close_loop_connections
+from pai_threads.store.thread_counts import store_thread_count, usable_cpu_count
 
 __all__ = [
     "StoreThreads",
@@ -167,40 +167,6 @@ def store_threads() -> StoreThreads:
         return _threads
 
 
-#: ``PAI["STORE_THREADS"]`` when unset, on PostgreSQL: one per usable CPU, at least
-#: :data:`MIN_SERVER_DATABASE_STORE_THREADS` and at most this many.
-SERVER_DATABASE_STORE_THREADS = 4
-MIN_SERVER_DATABASE_STORE_THREADS = 2
-
-
-def usable_cpu_count() -> int:
-    """The CPUs this process may run on (its affinity mask, which containers narrow; the
-    machine's count where the platform has no mask)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def store_thread_count() -> int:
-    """``PAI["STORE_THREADS"]``, or its default for the database: 1 on SQLite, whose writers
-    take turns anyway (a second writer waits in SQLite's busy handler, which sleeps 1, 2, 5,
-    10 ... ms however soon the lock is free: W3's 50 concurrent runs went 125-138 -> 147-182
-    runs/s with one thread). Elsewhere one per usable CPU, 2 to 4: the database answers in
-    well under a millisecond, so a thread beyond the CPUs mostly waits for the GIL (on 2
-    CPUs, W3 on PostgreSQL ran ~7% more runs per second with 2 threads than with 4, and W5's
-    delivery p99 at 200 streams was lower); two keep one slow statement from holding up
-    every other run."""
-    configured = pai_settings.STORE_THREADS
-    if configured is not None:
-        return int(configured)
-    if connections[DEFAULT_DB_ALIAS].vendor == "sqlite":
-        return 1
-    return max(
-        MIN_SERVER_DATABASE_STORE_THREADS, min(SERVER_DATABASE_STORE_THREADS, usable_cpu_count())
-    )
-
-
 def swap_store_threads(threads: StoreThreads | None) -> StoreThreads | None:
     """Make ``threads`` the process's store threads (None: start anew on the next call);
     returns the previous ones, still running. For measurements that count a run's SQL on
@@ -212,7 +178,8 @@ def swap_store_threads(threads: StoreThreads | None) -> StoreThreads | None:
 
 
 def close_store_connections() -> None:
-    """Close the store threads' connections (they start again on the next store call).
+    """Close the store threads' connections and the run loops' idle ones
+    (:mod:`~pai_threads.store.loop_connections`); they open again on the next store call.
 
     For whoever must see no connection left open: a test database about to be dropped, a
     process handing its database over. Nothing needs it at exit (the threads are daemons)."""
@@ -221,6 +188,7 @@ def close_store_connections() -> None:
         threads, _threads = _threads, None
     if threads is not None:
         threads.stop()
+    close_loop_connections()
 
 
 async def run_db(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.utils import timezone
 
 from pai_agents.engine.store import (
@@ -37,24 +36,18 @@ from pai_threads.models import Message, QueueItem, Run, Step
 from pai_threads.store.admission import admit_next, lock_thread
 from pai_threads.store.attempts import (
     attempt_end,
-    claim_attempt_ctes,
     end_attempt,
     end_attempt_sql,
-    record_claim,
 )
-from pai_threads.store.context_reads import context_json_sql
 from pai_threads.store.inserts import insert_sql
 from pai_threads.store.prepared import prepared_cursor
 from pai_threads.store.rows import insert_row
 from pai_threads.store.sql import (
     MESSAGE_COLUMNS,
-    claim_update_sql,
     column_of,
     convert,
     fenced_update_sql,
     held_exists_sql,
-    input_messages,
-    input_messages_sql,
     model_fields,
     parts_update_sql,
     pending_sql,
@@ -67,20 +60,25 @@ from pai_threads.store.sql import (
 from pai_threads.subagents.outcomes import answer_parent
 
 __all__ = [
-    "Claimed",
+    "MESSAGE_FIELDS",
+    "RUN_FIELDS",
     "Fenced",
     "MessageKey",
     "after_end",
     "before_end",
-    "claim_returning",
     "end_gate_sql",
     "fence_returning",
     "message_key",
     "message_of",
     "outcome_changes",
     "output_message",
+    "parts_statement",
+    "parts_written",
     "replace_open",
+    "replace_statement",
     "run_column",
+    "step_statement",
+    "step_written",
     "stored_parts",
     "update_parts",
     "write_step",
@@ -88,7 +86,7 @@ __all__ = [
 
 _RUN_TABLE = Run._meta.db_table
 # What a client projection of a run needs (run_public), returned by every fencing write.
-_RUN_FIELDS = model_fields(
+RUN_FIELDS = model_fields(
     Run,
     (
         "id",
@@ -106,11 +104,7 @@ _RUN_FIELDS = model_fields(
         "parent_tool_call_id",
     ),
 )
-_CLAIM_FIELDS = _RUN_FIELDS + model_fields(
-    Run,
-    ("agent_name", "scope_key", "identity", "client_data", "lease_token", "cancel_requested_at"),
-)
-_MESSAGE_FIELDS = model_fields(Message, MESSAGE_COLUMNS)
+MESSAGE_FIELDS = model_fields(Message, MESSAGE_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -128,22 +122,31 @@ def run_column(name: str) -> str:
 
 
 def _fence_sql(
-    lease: Lease, changes: dict[str, Any], *, sides: bool, gate: bool = False
+    lease: Lease,
+    changes: dict[str, Any],
+    *,
+    sides: bool,
+    gate: bool = False,
+    open_step: int | None = None,
 ) -> tuple[str, list[Any]]:
     """The fencing UPDATE, returning the run, ``EXISTS`` queued input [, pending actions].
 
     In the transaction that ends a run the thread lock is taken by an earlier statement, so
     this statement's snapshot already holds every queued input a send could have added.
     ``gate`` (PostgreSQL, in autocommit): the end gate takes that lock and reads the queue
-    itself, before the run row is locked (see :func:`end_gate_sql`).
+    itself, before the run row is locked (see :func:`end_gate_sql`). ``open_step``: only
+    while that step has its open row (the one :func:`replace_statement` commits).
     """
     sql, params = fenced_update_sql(lease, changes)
+    if open_step is not None:
+        sql = f"{sql} AND EXISTS ({_open_row_sql()})"
+        params += [lease.run_id, open_step, Message.Status.OPEN.value]
     if gate:
         gated, gate_params = end_gate_sql(lease)
         sql = f"{sql} AND {gated}"
         params += gate_params
     queued, queued_params = queued_sql(run_column("thread_id"))
-    columns = [returning_sql(_RUN_FIELDS, _RUN_TABLE), queued]
+    columns = [returning_sql(RUN_FIELDS, _RUN_TABLE), queued]
     params += queued_params
     if sides:
         pending, pending_params = pending_sql(run_column("thread_id"))
@@ -170,9 +173,9 @@ def end_gate_sql(lease: Lease) -> tuple[str, list[Any]]:
 
 
 def _fenced_row(row: Sequence[Any], *, sides: bool) -> Fenced:
-    width = len(_RUN_FIELDS)
+    width = len(RUN_FIELDS)
     return Fenced(
-        run=returned_instance(Run, convert(_RUN_FIELDS, row[:width])),
+        run=returned_instance(Run, convert(RUN_FIELDS, row[:width])),
         queued=bool(row[width]),
         pending=bool(row[width + 1]) if sides else True,
     )
@@ -210,7 +213,68 @@ def _ended_at(changes: dict[str, Any]) -> Any:
 
 
 def _message_row(values: Sequence[Any]) -> Message:
-    return returned_instance(Message, convert(_MESSAGE_FIELDS, values))
+    return returned_instance(Message, convert(MESSAGE_FIELDS, values))
+
+
+def step_statement(
+    lease: Lease,
+    changes: dict[str, Any],
+    message: Message,
+    step: Step,
+    *,
+    sides: bool,
+    gate: bool = False,
+) -> tuple[str, list[Any]]:
+    """:func:`write_step`'s one statement on PostgreSQL (a data-modifying CTE: the inserts
+    select from the fencing UPDATE, so a lost lease inserts nothing); its row goes to
+    :func:`step_written`. Sent by a store thread or by the run loop's own connection."""
+    fencing = _fence_sql(lease, changes, sides=sides, gate=gate)
+    insert = insert_sql(message, source="pai_fence", returning=MESSAGE_FIELDS)
+    return _step_cte(lease, changes, fencing, insert, step)
+
+
+def _step_cte(
+    lease: Lease,
+    changes: dict[str, Any],
+    fencing: tuple[str, list[Any]],
+    message: tuple[str, list[Any]],
+    step: Step,
+) -> tuple[str, list[Any]]:
+    """``fencing``, then ``message`` (writing the step's message FROM pai_fence, returning
+    it), the Step row and the attempt's end: one data-modifying CTE."""
+    # The step records the attempt that wrote it: the one the fencing UPDATE held.
+    step_insert, step_params = insert_sql(
+        step,
+        source="pai_message",
+        columns={
+            "message_id": f"pai_message.{qn('id')}",
+            "attempt": f"(SELECT {qn('attempt')} FROM pai_fence)",  # noqa: S608
+        },
+    )
+    ending, end_params = "", list[Any]()
+    end = attempt_end(changes)
+    if end is not None:
+        ended, end_params = end_attempt_sql(lease, end, _ended_at(changes), source="pai_fence")
+        ending = f", pai_ended AS ({ended})"
+    sql = (
+        f"WITH pai_fence AS ({fencing[0]}), pai_message AS ({message[0]}), "  # noqa: S608
+        f"pai_step AS ({step_insert}){ending} SELECT * FROM pai_fence, pai_message"
+    )
+    return sql, [*fencing[1], *message[1], *step_params, *end_params]
+
+
+def step_written(
+    lease: Lease, row: Sequence[Any] | None, *, sides: bool, gate: bool = False
+) -> tuple[Fenced, Message]:
+    """What :func:`step_statement` returned; no row raises :class:`LeaseLost` (a lost
+    lease, or a closed gate: the caller tells them apart)."""
+    if row is None:
+        raise LeaseLost(lease.run_id)
+    width = len(RUN_FIELDS) + (2 if sides else 1)
+    fenced = _fenced_row(row[:width], sides=sides)
+    if gate:  # the gate read the queue under the lock: nothing queued (or no row)
+        fenced = Fenced(run=fenced.run, queued=False, pending=fenced.pending)
+    return fenced, _message_row(row[width:])
 
 
 def write_step(
@@ -224,51 +288,47 @@ def write_step(
 ) -> tuple[Fenced, Message]:
     """Fence the run (applying ``changes``), insert the step's message and Step row.
 
-    On PostgreSQL this is one statement (a data-modifying CTE: the inserts select from the
-    fencing UPDATE, so a lost lease inserts nothing), atomic on its own; elsewhere three
-    statements in the caller's transaction. ``gate``: the statement ends the run on its own,
-    in autocommit, behind the end gate (:func:`end_gate_sql`); a closed gate matches no row
-    and raises :class:`LeaseLost` like a lost lease (the caller tells them apart).
+    On PostgreSQL this is one statement (:func:`step_statement`), atomic on its own;
+    elsewhere three statements in the caller's transaction. ``gate``: the statement ends
+    the run on its own, in autocommit, behind the end gate (:func:`end_gate_sql`); a closed
+    gate matches no row and raises :class:`LeaseLost` like a lost lease.
     """
     if connection.vendor == "postgresql":
-        fencing, params = _fence_sql(lease, changes, sides=sides, gate=gate)
-        insert, insert_params = insert_sql(message, source="pai_fence", returning=_MESSAGE_FIELDS)
-        # The step records the attempt that wrote it: the one the fencing UPDATE held.
-        step_insert, step_params = insert_sql(
-            step,
-            source="pai_message",
-            columns={
-                "message_id": f"pai_message.{qn('id')}",
-                "attempt": f"(SELECT {qn('attempt')} FROM pai_fence)",  # noqa: S608
-            },
-        )
-        ending, end_params = "", list[Any]()
-        end = attempt_end(changes)
-        if end is not None:
-            ended, end_params = end_attempt_sql(lease, end, _ended_at(changes), source="pai_fence")
-            ending = f", pai_ended AS ({ended})"
-        sql = (
-            f"WITH pai_fence AS ({fencing}), pai_message AS ({insert}), "  # noqa: S608
-            f"pai_step AS ({step_insert}){ending} SELECT * FROM pai_fence, pai_message"
-        )
+        sql, params = step_statement(lease, changes, message, step, sides=sides, gate=gate)
         with prepared_cursor() as cursor:
-            cursor.execute(sql, [*params, *insert_params, *step_params, *end_params])
+            cursor.execute(sql, params)
             row = cursor.fetchone()
-        if row is None:
-            raise LeaseLost(lease.run_id)
-        width = len(_RUN_FIELDS) + (2 if sides else 1)
-        fenced = _fenced_row(row[:width], sides=sides)
-        if gate:  # the gate read the queue under the lock: nothing queued (or no row)
-            fenced = Fenced(run=fenced.run, queued=False, pending=fenced.pending)
-        return fenced, _message_row(row[width:])
+        return step_written(lease, row, sides=sides, gate=gate)
     fenced = fence_returning(lease, changes, sides=sides)
-    insert, insert_params = insert_sql(message, returning=_MESSAGE_FIELDS)
+    insert, insert_params = insert_sql(message, returning=MESSAGE_FIELDS)
     with prepared_cursor() as cursor:
         cursor.execute(insert, insert_params)
         stored = _message_row(cursor.fetchone())
     step.message_id, step.attempt = stored.pk, fenced.run.attempt
     insert_row(step)  # its INSERT built once (Model.save compiles it afresh every time)
     return fenced, stored
+
+
+def parts_statement(lease: Lease, rows: Any, parts: Any, *, fenced: bool) -> tuple[str, list[Any]]:
+    """:func:`update_parts`' statement; its row goes to :func:`parts_written`."""
+    if isinstance(rows, MessageKey):
+        sql, params = parts_update_sql(rows.run_id, rows.message_id, parts, timezone.now())
+    else:
+        sql, params = update_sql(rows, {"parts": parts, "updated_at": timezone.now()})
+    if fenced:
+        held, held_params = held_exists_sql(lease)
+        sql += f" AND {held}"
+        params += held_params
+    queued, queued_params = queued_sql(f"{qn(Message._meta.db_table)}.{qn('thread_id')}")
+    sql += f" RETURNING {returning_sql(MESSAGE_FIELDS, Message._meta.db_table)}, {queued}"
+    return sql, [*params, *queued_params]
+
+
+def parts_written(row: Sequence[Any] | None) -> tuple[Message, bool] | None:
+    """The row :func:`parts_statement` returned and ``EXISTS`` queued input; None: no row."""
+    if row is None:
+        return None
+    return _message_row(row[:-1]), bool(row[-1])
 
 
 def update_parts(
@@ -281,22 +341,10 @@ def update_parts(
     lock a fencing UPDATE takes, released at the statement's commit), so a message update
     without a run change is one autocommit statement.
     """
-    if isinstance(rows, MessageKey):
-        sql, params = parts_update_sql(rows.run_id, rows.message_id, parts, timezone.now())
-    else:
-        sql, params = update_sql(rows, {"parts": parts, "updated_at": timezone.now()})
-    if fenced:
-        held, held_params = held_exists_sql(lease)
-        sql += f" AND {held}"
-        params += held_params
-    queued, queued_params = queued_sql(f"{qn(Message._meta.db_table)}.{qn('thread_id')}")
-    sql += f" RETURNING {returning_sql(_MESSAGE_FIELDS, Message._meta.db_table)}, {queued}"
+    sql, params = parts_statement(lease, rows, parts, fenced=fenced)
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [*params, *queued_params])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    return _message_row(row[:-1]), bool(row[-1])
+        cursor.execute(sql, params)
+        return parts_written(cursor.fetchone())
 
 
 # What a step's commit writes into its open row (a checkpoint's, or a dead attempt's).
@@ -305,25 +353,58 @@ _REPLACED_FIELDS = model_fields(Message, _REPLACED)
 
 
 @cache
-def _replace_open(vendor: str) -> str:
+def _open_row_where() -> str:
+    """The step's open row: run, step index and status (parameters in that order)."""
     table = Message._meta.db_table
-    sets = ", ".join(f"{qn(name)} = %s" for name in _REPLACED)
-    where = " AND ".join(
+    return " AND ".join(
         f"{column_of(table, name)} = %s" for name in ("run_id", "step_index", "status")
     )
-    returning = returning_sql(_MESSAGE_FIELDS, table)
-    return f"UPDATE {qn(table)} SET {sets} WHERE ({where}) RETURNING {returning}"  # noqa: S608
+
+
+@cache
+def _replace_open(vendor: str, source: str | None = None) -> str:
+    table = Message._meta.db_table
+    sets = ", ".join(f"{qn(name)} = %s" for name in _REPLACED)
+    returning = returning_sql(MESSAGE_FIELDS, table)
+    joined = f" FROM {source}" if source else ""
+    return (
+        f"UPDATE {qn(table)} SET {sets}{joined} WHERE ({_open_row_where()}) "  # noqa: S608
+        f"RETURNING {returning}"
+    )
+
+
+@cache
+def _open_row_sql() -> str:
+    return f"SELECT 1 FROM {qn(Message._meta.db_table)} WHERE {_open_row_where()}"  # noqa: S608
+
+
+def _replaced_params(lease: Lease, fields: dict[str, Any], step_index: int) -> list[Any]:
+    conn = connections[DEFAULT_DB_ALIAS]
+    values = {**fields, "status": Message.Status.COMMITTED, "updated_at": timezone.now()}
+    params = [f.get_db_prep_save(values[f.attname], connection=conn) for f in _REPLACED_FIELDS]
+    return [*params, lease.run_id, step_index, Message.Status.OPEN.value]
+
+
+def replace_statement(
+    lease: Lease, changes: dict[str, Any], fields: dict[str, Any], step: Step, *, ends: bool
+) -> tuple[str, list[Any]]:
+    """A checkpointed step's commit in one statement (PostgreSQL): the fencing UPDATE (only
+    while the step's open row exists; behind the end gate when the step ends the run), the
+    open row rewritten as ``fields`` and the Step row, as :func:`step_statement` does for a
+    new message; its row goes to :func:`step_written`. No row: the lease is lost, the gate
+    closed or the open row gone, and nothing was written (the caller's transaction tells)."""
+    fencing = _fence_sql(lease, changes, sides=ends, gate=ends, open_step=int(step.index))
+    update = _replace_open("postgresql", source="pai_fence")
+    replaced = (update, _replaced_params(lease, fields, int(step.index)))
+    return _step_cte(lease, changes, fencing, replaced, step)
 
 
 def replace_open(lease: Lease, fields: dict[str, Any], step_index: int) -> Message | None:
     """Commit the step's open row as ``fields`` say, in the caller's fenced transaction:
     one prebuilt UPDATE returning the row (None when the step has no open row)."""
-    conn = connections[DEFAULT_DB_ALIAS]
-    values = {**fields, "status": Message.Status.COMMITTED, "updated_at": timezone.now()}
-    params = [f.get_db_prep_save(values[f.attname], connection=conn) for f in _REPLACED_FIELDS]
-    params += [lease.run_id, step_index, Message.Status.OPEN.value]
+    params = _replaced_params(lease, fields, step_index)
     with prepared_cursor() as cursor:
-        cursor.execute(_replace_open(conn.vendor), params)
+        cursor.execute(_replace_open(connection.vendor), params)
         row = cursor.fetchone()
     return None if row is None else _message_row(row)
 
@@ -342,82 +423,6 @@ def message_key(lease: Lease, message: UIMessage) -> MessageKey:
 
 def message_of(lease: Lease, message: UIMessage) -> Any:
     return Message.objects.filter(run_id=lease.run_id, message_id=message["id"])
-
-
-@dataclass(frozen=True)
-class Claimed:
-    """What a claim returned: the run, whether its thread has queued input, its input
-    messages, and (when asked for, on PostgreSQL) the thread's context window as the
-    statement read it, still JSON: :func:`messages_of_context_json` reads it if it is used."""
-
-    run: Run
-    queued: bool
-    inputs: list[Message]
-    context: Any = None
-
-
-def claim_returning(
-    run_id: str,
-    *,
-    owner: str,
-    lease_seconds: float,
-    with_context: bool = False,
-    context_window: int | None = None,
-) -> Claimed | None:
-    """Claim in one statement: a conditional UPDATE ... RETURNING, in autocommit (and the
-    claim's attempt row: CTEs of it on PostgreSQL, else in one transaction with it).
-
-    The WHERE clause is the whole claim rule (queued, or running with an expired lease); the
-    token increment is the fence every later write of this execution checks. It returns the
-    run, whether the thread has queued input (the first steer check), and the run's input
-    messages (announced to subscribers at once): one round trip instead of three.
-    ``with_context``: on PostgreSQL it also returns the thread's context window (its newest
-    ``context_window`` messages; None: all), the read the engine makes next: one more saved.
-    """
-    # The lease starts once a connection is in hand: a claim that waited for one (a pool
-    # emptied by a burst of sends) must not begin with a lease that already ran out.
-    connection.ensure_connection()
-    now = timezone.now()
-    expires = now + timedelta(seconds=lease_seconds)
-    sql, params = claim_update_sql(run_id, owner=owner, expires=expires, now=now)
-    queued, queued_params = queued_sql(run_column("thread_id"))
-    inputs, inputs_params = input_messages_sql(run_column("id"))
-    sql += f" RETURNING {returning_sql(_CLAIM_FIELDS, _RUN_TABLE)}, {queued}, {inputs}"
-    params += [*queued_params, *inputs_params]
-    postgres = connection.vendor == "postgresql"
-    with_context = with_context and postgres
-    if with_context:
-        context, context_params = context_json_sql(run_column("thread_id"), context_window)
-        sql += f", {context}"
-        params += context_params
-    if postgres:
-        # The attempt history in the same statement: no extra round trip (docs/benchmarks.md).
-        attempts, attempt_params = claim_attempt_ctes(
-            run_id, owner=owner, now=now, source="pai_claim"
-        )
-        sql = f"WITH pai_claim AS ({sql}), {attempts} SELECT * FROM pai_claim"  # noqa: S608
-        row = _claim_row(sql, [*params, *attempt_params])
-    else:
-        with transaction.atomic():
-            row = _claim_row(sql, params)
-            if row is not None:
-                claimed = returned_instance(Run, convert(_CLAIM_FIELDS, row))
-                record_claim(claimed, owner=owner, now=now)
-    if row is None:
-        return None
-    width = len(_CLAIM_FIELDS)
-    return Claimed(
-        run=returned_instance(Run, convert(_CLAIM_FIELDS, row[:width])),
-        queued=bool(row[width]),
-        inputs=input_messages(row[width + 1]),
-        context=row[width + 2] if with_context else None,
-    )
-
-
-def _claim_row(sql: str, params: list[Any]) -> Sequence[Any] | None:
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
 
 
 def output_message(

@@ -26,11 +26,11 @@ from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 from pai_threads.conf import pai_settings
 
-__all__ = ["prepared_cursor"]
+__all__ = ["PREPARE_ONLY_WHEN_ASKED", "prepared_cursor"]
 
-# A connection whose threshold is None never prepares, even when asked; a threshold this
-# high makes psycopg prepare only what is asked for.
-_ONLY_WHEN_ASKED = 2**31 - 1
+#: A connection whose threshold is None never prepares, even when asked; a threshold this
+#: high makes psycopg prepare only what is asked for.
+PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
 
 
 @cache
@@ -66,7 +66,7 @@ def prepared_cursor() -> CursorWrapper:
     connection.ensure_connection()
     raw = connection.connection
     if raw.prepare_threshold is None:
-        raw.prepare_threshold = _ONLY_WHEN_ASKED
+        raw.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
     cursor = _preparing_cursor_class()(raw)
     connection.validate_thread_sharing()
     if connection.queries_logged:  # DEBUG, or a test capturing queries

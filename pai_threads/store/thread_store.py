@@ -14,67 +14,86 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db import connection, transaction
 from django.utils import timezone
 
 from pai_agents.engine.store import (
-    TERMINAL_STATUSES,
     ActionRequest,
     ClaimedRun,
     Lease,
     LeaseLost,
-    OpenMessageConflict,
     RunNotFound,
     RunOutcome,
     RunSignals,
     StepRecord,
-    step_diagnostics,
 )
 from pai_agents.json import ensure_strict_json
 from pai_agents.lifecycle.suspensions import SuspensionEpisode
 from pai_agents.messages.types import UIMessage
 from pai_agents.models.base import Usage
 from pai_threads.conf import pai_settings
-from pai_threads.models import Message, PendingAction, QueueItem, Step
+from pai_threads.models import Message, PendingAction, QueueItem
 from pai_threads.store.admission import lock_thread
-from pai_threads.store.checkpoints import checkpoint_open_parts, insert_open_message
-from pai_threads.store.claims import claimed_run, lease_of
+from pai_threads.store.checkpoints import (
+    checkpoint_by_orm,
+    checkpoint_parts,
+    checkpoint_statement,
+    checkpoint_sync,
+    checkpointed,
+    open_conflicts,
+)
+from pai_threads.store.claims import claim_returning, claimed_run, lease_of
 from pai_threads.store.context_reads import context_messages, messages_of_context_json
 from pai_threads.store.db import run_db as _db
 from pai_threads.store.fenced_writes import (
     Fenced,
     after_end,
     before_end,
-    claim_returning,
     fence_returning,
     message_key,
     message_of,
     outcome_changes,
-    output_message,
-    replace_open,
+    parts_statement,
+    parts_written,
     run_column,
     stored_parts,
     update_parts,
 )
 from pai_threads.store.lifecycle_backend import ORMLifecycleThread, ORMRunMetadata
+from pai_threads.store.loop_connections import loop_connections
 from pai_threads.store.prepared import prepared_cursor
-from pai_threads.store.rows import insert_row, mark_stored
 from pai_threads.store.run_facts import RunFacts
 from pai_threads.store.sql import (
     fence,
     fenced_update_sql,
     held_runs,
-    new_instance,
     queued_sql,
 )
-from pai_threads.store.step_writes import commit_new_step
+from pai_threads.store.step_writes import (
+    acommit_new_step,
+    acommit_replacing,
+    commit_new_step,
+    commit_replacing,
+    step_rows,
+)
 from pai_threads.store.suspensions import action_request, suspend_history_of
 from pai_threads.subagents import child_progressed, start_children
 
 __all__ = ["ORMThreadStore"]
+
+
+def _checkpoint_by_orm(lease: Lease, message: UIMessage, step_index: int, parts: Any) -> None:
+    with open_conflicts(message):
+        checkpoint_by_orm(lease, message, step_index, parts)
+
+
+def _missing(lease: Lease, message: UIMessage) -> NoReturn:
+    """A self-fencing update matched no row: the lease is lost, or the message unknown."""
+    if not held_runs(lease).exists():
+        raise LeaseLost(lease.run_id)
+    raise LookupError(f"run {lease.run_id} has no message {message['id']}")
 
 
 class ORMThreadStore:
@@ -150,47 +169,24 @@ class ORMThreadStore:
         return RunSignals(cancel_requested=row[0] is not None)
 
     def checkpoint_message_sync(self, lease: Lease, *, message: UIMessage, step_index: int) -> None:
-        parts = stored_parts(message)
-        if message["role"] != "assistant":
-            raise OpenMessageConflict("only an assistant message can be open (MF-043)")
-        # MF-043: stream only into the thread's tail, folded into the UPDATE's WHERE (one
-        # index probe, no extra round trip); a message after it makes the UPDATE match
-        # nothing, and the INSERT then meets the one-open-message index.
+        # MF-043: stream only into the thread's tail, folded into the statement's WHERE (one
+        # index probe, no extra round trip; see store.checkpoints).
+        parts = checkpoint_parts(message)
         step = (lease.run_id, step_index)
         try:
-            if step in self._open_steps:
-                # This store opened the row: one prebuilt, self-fencing statement updates it.
-                queued = checkpoint_open_parts(lease, step_index=step_index, parts=parts)
-            else:
-                # The step's first checkpoint: one prebuilt, self-fencing INSERT, unless the
-                # thread has an open message (this step's, left by a crashed execution).
-                row = Message(**output_message(lease, message, step_index, parts=parts))
-                row.status = Message.Status.OPEN
-                queued = insert_open_message(lease, row)
-                if queued is not None:
-                    self._open_steps.add(step)
-            if queued is not None:
-                self.facts.queue_observed(lease.run_id, queued)
-                return
-            later = Message.objects.filter(thread_id=lease.thread_id, pk__gt=OuterRef("pk"))
-            rows = Message.objects.filter(
-                run_id=lease.run_id, step_index=step_index, status=Message.Status.OPEN
-            ).filter(~Exists(later))
-            with transaction.atomic():
-                fence(lease)
-                if not rows.update(parts=parts, updated_at=timezone.now()):
-                    Message.objects.create(
-                        **output_message(lease, message, step_index, parts=parts),
-                        status=Message.Status.OPEN,
-                    )
-            self._open_steps.add(step)
-        except IntegrityError as exc:
-            raise OpenMessageConflict(
-                f"message {message['id']} cannot be open: another message of the thread is "
-                "open, or it is not the thread's tail (MF-043)"
-            ) from exc
+            with open_conflicts(message):
+                opened = step in self._open_steps
+                queued = checkpoint_sync(lease, message, step_index, parts, opened=opened)
+                if queued is None:
+                    checkpoint_by_orm(lease, message, step_index, parts)
+            self._checkpointed(lease, step, queued)
         finally:
             self.facts.message_changed(message["id"])
+
+    def _checkpointed(self, lease: Lease, step: tuple[str, int], queued: bool | None) -> None:
+        self._open_steps.add(step)  # this store's row now: later checkpoints update it
+        if queued is not None:
+            self.facts.queue_observed(lease.run_id, queued)
 
     def load_context_sync(self, lease: Lease) -> list[UIMessage]:
         # The newest window of context-visible messages, so a step's cost does not grow
@@ -207,62 +203,24 @@ class ORMThreadStore:
         outcome: RunOutcome | None,
         replace_open: bool = False,
     ) -> None:
-        run_changes: dict[str, Any] = {"step_count": step.index + 1}
-        if outcome is not None:
-            run_changes.update(outcome_changes(outcome))
-        fields = output_message(lease, message, step.index)  # MF-045: checked before writing
-        # MF-002: the step's own usage and diagnostics travel with its message.
-        fields["usage"] = ensure_strict_json(dict(step.usage), what="usage")
-        fields["diagnostics"] = ensure_strict_json(step_diagnostics(step), what="diagnostics")
-        step_row = new_instance(
-            Step,
-            {
-                "run_id": lease.run_id,
-                "index": step.index,
-                "request": ensure_strict_json(dict(step.request), what="step request"),
-                "usage": fields["usage"],
-                "finish_reason": step.finish_reason,
-                "started_at": step.started_at,
-                "finished_at": step.finished_at,
-            },
-        )
-        ends = outcome is not None and outcome.status in TERMINAL_STATUSES
+        rows = step_rows(lease, message, step, outcome)
         if replace_open:
-            fenced, row = self._commit_replacing(lease, fields, step_row, run_changes, outcome)
-            self.facts.message_written(row, suspensions=True)
+            fenced, row = commit_replacing(lease, rows, outcome)
         else:  # one autocommit statement on PostgreSQL (see step_writes)
-            message_row = new_instance(Message, fields)
-            fenced, row = commit_new_step(
-                lease, run_changes, message_row, step_row, outcome, ends=ends
-            )
-        if not replace_open:
+            fenced, row = commit_new_step(lease, rows, outcome)
+        self._step_stored(lease, fenced, row, ends=rows.ends, replace_open=replace_open)
+        if fenced.run.parent_run_id and not rows.ends:
+            child_progressed(fenced.run, row.parts)
+
+    def _step_stored(
+        self, lease: Lease, fenced: Fenced, row: Message, *, ends: bool, replace_open: bool
+    ) -> None:
+        if replace_open:
+            self.facts.message_written(row, suspensions=True)
+        else:
             self._unsuspended.add(row.message_id)
             self.facts.message_written(row, suspensions=False)
         self._record(lease, fenced, ends=ends)
-        if fenced.run.parent_run_id and not ends:
-            child_progressed(fenced.run, row.parts)
-
-    def _commit_replacing(
-        self,
-        lease: Lease,
-        fields: dict[str, Any],
-        step_row: Step,
-        run_changes: dict[str, Any],
-        outcome: RunOutcome | None,
-    ) -> tuple[Fenced, Message]:
-        """A checkpoint's (or a dead attempt's) open row becomes the committed message:
-        prebuilt statements (every streamed answer longer than a checkpoint ends here)."""
-        with transaction.atomic():
-            ends = before_end(lease, outcome)
-            fenced = fence_returning(lease, run_changes, sides=ends)
-            row = replace_open(lease, fields, step_row.index)
-            if row is None:
-                row = insert_row(new_instance(Message, fields))
-            step_row.message_id, step_row.attempt = row.pk, fenced.run.attempt
-            insert_row(step_row)
-            if ends:
-                after_end(lease, fenced)
-        return fenced, mark_stored(row)
 
     def update_message_sync(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None
@@ -273,8 +231,8 @@ class ORMThreadStore:
         if outcome is None:
             # No run change: one statement, fenced by a locking EXISTS on the run row.
             updated = update_parts(lease, message_key(lease, message), parts, fenced=True)
-            if updated is None and not held_runs(lease).exists():
-                raise LeaseLost(lease.run_id)
+            if updated is None:
+                _missing(lease, message)
         else:
             with transaction.atomic():
                 ends = before_end(lease, outcome)
@@ -284,8 +242,12 @@ class ORMThreadStore:
                     raise LookupError(f"run {lease.run_id} has no message {message['id']}")
                 if ends:
                     after_end(lease, fenced)
-        if updated is None:
-            raise LookupError(f"run {lease.run_id} has no message {message['id']}")
+        assert updated is not None  # both branches raise otherwise
+        self._message_updated(lease, updated, fenced, ends=ends)
+
+    def _message_updated(
+        self, lease: Lease, updated: tuple[Message, bool], fenced: Fenced | None, *, ends: bool
+    ) -> None:
         row, queued = updated
         self.facts.message_written(row, suspensions=row.message_id not in self._unsuspended)
         if fenced is None:
@@ -416,7 +378,24 @@ class ORMThreadStore:
         self, lease: Lease, *, message: UIMessage, step_index: int
     ) -> None:
         self._drop_claimed_context(lease)
-        await _db(self.checkpoint_message_sync, lease, message=message, step_index=step_index)
+        conns = loop_connections()
+        if conns is None:
+            await _db(self.checkpoint_message_sync, lease, message=message, step_index=step_index)
+            return
+        # PostgreSQL: the one statement from this loop; the ORM's slow path on a store thread.
+        parts = checkpoint_parts(message)
+        step = (lease.run_id, step_index)
+        try:
+            with open_conflicts(message):
+                sql, params = checkpoint_statement(
+                    lease, message, step_index, parts, opened=step in self._open_steps
+                )
+                queued = checkpointed(await conns.fetchone(sql, params))
+            if queued is None:
+                await _db(_checkpoint_by_orm, lease, message, step_index, parts)
+            self._checkpointed(lease, step, queued)
+        finally:
+            self.facts.message_changed(message["id"])
 
     async def suspend(
         self, lease: Lease, *, message: UIMessage, actions: Sequence[ActionRequest], usage: Usage
@@ -450,20 +429,42 @@ class ORMThreadStore:
         replace_open: bool = False,
     ) -> None:
         self._drop_claimed_context(lease)
-        await _db(
-            self.commit_step_sync,
-            lease,
-            message=message,
-            step=step,
-            outcome=outcome,
-            replace_open=replace_open,
-        )
+        conns = loop_connections()
+        if conns is None:
+            await _db(
+                self.commit_step_sync,
+                lease,
+                message=message,
+                step=step,
+                outcome=outcome,
+                replace_open=replace_open,
+            )
+            return
+        # PostgreSQL: one statement, sent from this loop (no store thread; see step_writes).
+        rows = step_rows(lease, message, step, outcome)
+        commit = acommit_replacing if replace_open else acommit_new_step
+        fenced, row = await commit(conns, lease, rows, outcome)
+        self._step_stored(lease, fenced, row, ends=rows.ends, replace_open=replace_open)
+        if fenced.run.parent_run_id and not rows.ends:
+            await _db(child_progressed, fenced.run, row.parts)
 
     async def update_message(
         self, lease: Lease, *, message: UIMessage, outcome: RunOutcome | None = None
     ) -> None:
         self._drop_claimed_context(lease)
-        await _db(self.update_message_sync, lease, message=message, outcome=outcome)
+        conns = loop_connections() if outcome is None else None
+        if conns is None:
+            await _db(self.update_message_sync, lease, message=message, outcome=outcome)
+            return
+        # PostgreSQL, no run change: one self-fencing statement, sent from this loop.
+        sql, params = parts_statement(
+            lease, message_key(lease, message), stored_parts(message), fenced=True
+        )
+        updated = parts_written(await conns.fetchone(sql, params))
+        if updated is None:
+            await _db(_missing, lease, message)
+        else:
+            self._message_updated(lease, updated, None, ends=False)
 
     async def take_steering(self, lease: Lease) -> list[UIMessage]:
         self._drop_claimed_context(lease)

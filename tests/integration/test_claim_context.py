@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.test import override_settings
 
 from benchmarks.agents import w1_agent, w1_lifecycle_agent
@@ -85,4 +86,6 @@ def test_a_write_before_the_first_load_drops_the_claimed_context(
 
     context = asyncio.run(go())
     assert [m["id"] for m in context][-1] == answer["id"]
-    assert counted.calls == ["claim_run_sync", "commit_step_sync", "load_context_sync"]
+    # On PostgreSQL the step's one statement goes on the loop's own connection, no hop.
+    commit = [] if connection.vendor == "postgresql" else ["commit_step_sync"]
+    assert counted.calls == ["claim_run_sync", *commit, "load_context_sync"]

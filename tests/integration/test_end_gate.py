@@ -43,6 +43,17 @@ def _agent() -> Iterator[None]:
     )
     with override_settings(PAI={**settings.PAI, "AGENTS": [*settings.PAI["AGENTS"], agent]}):
         yield
+        # An admitted run executes in the background: let it end before the tables are
+        # flushed (a TRUNCATE racing its last statement is a deadlock PostgreSQL reports).
+        deadline = time.monotonic() + 10
+        while _executing() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def _executing() -> bool:
+    """A run of the in-process executor has not ended (the tests' own claims excluded)."""
+    active = (Run.Status.QUEUED, Run.Status.RUNNING)
+    return Run.objects.filter(status__in=active).exclude(lease_owner="gate-test").exists()
 
 
 def _user(text: str) -> dict[str, Any]:

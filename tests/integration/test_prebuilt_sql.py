@@ -25,8 +25,8 @@ from pai_threads.conf import pai_settings
 from pai_threads.identity import Identity
 from pai_threads.models import Message, Run, RunAttempt, Step, Thread
 from pai_threads.store import thread_store
+from pai_threads.store.claims import claim_returning
 from pai_threads.store.context_reads import context_messages, messages_of_context_json
-from pai_threads.store.fenced_writes import claim_returning
 from pai_threads.store.inserts import compiled_insert_sql, insert_sql
 from pai_threads.store.rows import active_run, scoped_thread
 from pai_threads.store.sql import (

@@ -1,4 +1,4 @@
-"""How many store threads a process runs (``PAI["STORE_THREADS"]``, pai_threads.store.db).
+"""How many store threads a process runs (``PAI["STORE_THREADS"]``, store.thread_counts).
 
 Unset, SQLite gets one: its writers take turns anyway, and a second writer thread only
 waits in SQLite's busy handler, whose sleeps (1, 2, 5, 10 ... ms) outlast the lock they wait
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from pai_threads.store import db
-from pai_threads.store.db import store_thread_count, usable_cpu_count
+from pai_threads.store import thread_counts
+from pai_threads.store.thread_counts import store_thread_count, usable_cpu_count
 
 
 @pytest.mark.parametrize(("cpus", "server_default"), [(1, 2), (2, 2), (3, 3), (4, 4), (16, 4)])
@@ -23,7 +23,7 @@ def test_unset_picks_by_database_and_cpus(
     settings: Any, monkeypatch: pytest.MonkeyPatch, cpus: int, server_default: int
 ) -> None:
     settings.PAI = {k: v for k, v in settings.PAI.items() if k != "STORE_THREADS"}
-    monkeypatch.setattr(db, "usable_cpu_count", lambda: cpus)
+    monkeypatch.setattr(thread_counts, "usable_cpu_count", lambda: cpus)
     expected = 1 if connection.vendor == "sqlite" else server_default
     assert store_thread_count() == expected
 
@@ -33,7 +33,7 @@ def test_a_configured_count_is_used_on_any_database(
     settings: Any, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
     settings.PAI = {**settings.PAI, "STORE_THREADS": count}
-    monkeypatch.setattr(db, "usable_cpu_count", lambda: 2)
+    monkeypatch.setattr(thread_counts, "usable_cpu_count", lambda: 2)
     assert store_thread_count() == count
 
 

@@ -33,6 +33,7 @@ from pai_threads.execution.execute import aexecute_run
 from pai_threads.identity import Identity
 from pai_threads.models import Run
 from pai_threads.store.db import StoreThreads, swap_store_threads
+from pai_threads.store.loop_connections import observe_statements
 
 __all__ = [
     "WORKERS",
@@ -64,6 +65,10 @@ class BudgetCounter(QueryCounter):
     def count_end(self, *, committed: bool) -> None:
         self._count_end(committed=committed)
 
+    def count_loop_statement(self, sql: str) -> None:
+        if counted_thread():
+            super().count_loop_statement(sql)
+
     def on_connection_created(self, **kwargs: Any) -> None:
         self._on_connection_created(**kwargs)
 
@@ -86,6 +91,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[BudgetCounter]:
     monkeypatch.setattr(BaseDatabaseWrapper, "commit", counted_commit)
     monkeypatch.setattr(BaseDatabaseWrapper, "rollback", counted_rollback)
     connection_created.connect(counter.on_connection_created, weak=False)
+    stop_observing = observe_statements(counter.count_loop_statement)
     connection.execute_wrappers.append(counter)  # the test thread's connection exists already
     # Store threads of this measurement: their connections open (and get the counter) now.
     threads = StoreThreads(4, name=WORKERS)
@@ -97,6 +103,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[BudgetCounter]:
         threads.stop()
         connection.execute_wrappers.remove(counter)
         connection_created.disconnect(counter.on_connection_created)
+        stop_observing()
 
 
 def execute(run_id: str) -> str:
