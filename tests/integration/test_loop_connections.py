@@ -177,7 +177,6 @@ def test_off_when_set_to_zero_and_the_run_writes_through_the_store_threads() -> 
         sent: list[str] = []
         stop = observe_statements(sent.append)
         try:
-
             run_id = _queued(w1_agent.name)
 
             async def scenario() -> tuple[Any, str]:

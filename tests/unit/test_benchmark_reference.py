@@ -170,6 +170,16 @@ def test_a_missed_w1_target_says_by_how_much() -> None:
     assert met.status == "met"
 
 
+def test_a_w1_miss_by_the_rounds_ratio_alone_says_so() -> None:
+    """Ratios 0.25, 0.60, 0.54 (median 0.54x: missed) while the median times (6 ms and
+    13 ms) give 0.46x: no "PAI needs" that PAI already has."""
+    rounds = [_round(5, 20), _round(6, 10), _round(7, 13)]
+    verdict = _verdict(_results(rounds), "W1 median <= 0.5x")
+    assert verdict.status == (
+        "missed: the rounds' median ratio is 0.538x (the median times' is 0.462x)"
+    )
+
+
 def test_w3_compares_runs_per_second_within_the_round() -> None:
     met = _verdict(_results([_round(10, 20, pai_w3=0.4, lg_w3=1.0)]), "W3", "PostgreSQL")
     assert met.status == "met" and "2.50x" in met.measured
