@@ -85,9 +85,13 @@ async def finish_run(state: RunState, outcome: RunOutcome) -> RunOutcome:
 
 
 async def fail_run(state: RunState, exc: BaseException) -> RunOutcome:
-    """The run fails: the error stays private (on the run), clients see the status."""
+    """The run fails: the error stays private (on the run), clients see the status. A
+    checkpointed step that could not be committed (its commit is what failed, say the
+    database was away) is dropped with the run's end: no message stays open (LC-116)."""
     error = log_run_failure(state.lease.run_id, exc)
-    outcome = await finish_run(state, RunOutcome(status="failed", error=error, usage=state.usage))
+    outcome = RunOutcome(status="failed", error=error, usage=state.usage)
+    await state.store.finish_run(state.lease, outcome, discard_open_step=state.open_step)
+    await publish_status(state.sink, state.claim, outcome)
     await report_runtime_error(state.agent, state.claim, exc)
     return outcome
 

@@ -365,6 +365,7 @@ async def _consume(
                 state.lease, message=generation.message, step_index=step.index
             )
             generation.checkpointed = True
+            state.open_step = step.index
     if pending:
         await generation.emit(*pending)
     await generation.emit(*translator.close_open_parts())

@@ -76,6 +76,9 @@ class RunState:
     usage: Usage = field(init=False)
     # The message the run ended with, for run_finished (TH-041).
     final_message: UIMessage | None = None
+    # The latest step whose open message a checkpoint stored: a run that fails without
+    # committing it drops it (LC-116; a row already committed is not open, so not dropped).
+    open_step: int | None = None
     # LC-121: the parsed input of each validated call, so nothing parses it again.
     parsed: dict[str, Any] = field(default_factory=dict)
     # LC-133: resumed calls' suspension episodes (loaded on resume; empty otherwise).
