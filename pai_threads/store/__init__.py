@@ -5,7 +5,9 @@
 * :mod:`.lifecycle_backend`: the ORM backend of the lifecycle facade;
 * :mod:`.suspensions`, :mod:`.run_facts`, :mod:`.pagination`, :mod:`.db`: suspension
   episodes on tool parts, what an execution's writes returned, page tokens, sync ORM calls
-  from async code.
+  from async code (the store threads);
+* :mod:`.loop_connections`: the run loop's own PostgreSQL connections for the one-statement
+  writes (``observe_statements`` for statement counters).
 """
 
 from __future__ import annotations
