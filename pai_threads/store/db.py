@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import contextvars
 import queue
-import select
 import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -26,7 +25,7 @@ from typing import Any, ParamSpec, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection, connections
 
-from pai_threads.store.loop_connections import close_loop_connections
+from pai_threads.store.loop_connections import close_loop_connections, server_hung_up
 from pai_threads.store.thread_counts import store_thread_count, usable_cpu_count
 
 __all__ = [
@@ -48,23 +47,14 @@ _Job = tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] 
 
 
 def _drop_cut_connections() -> None:
-    """Before a call: close a kept connection whose server ended it meanwhile.
-
-    A server that shuts down or terminates a session first sends it an error and closes the
-    socket, so an idle connection that has something to read is dead: one ``select`` with no
-    wait finds that out, without the round trip of a health check, and the call runs on a
-    new connection instead of failing on the old one (a database restart then costs no
-    failed call, as with a pool that checks connections)."""
+    """Before a call: close a kept connection whose server ended it meanwhile
+    (:func:`~pai_threads.store.loop_connections.server_hung_up`), so the call runs on a new
+    connection instead of failing on the old one (a database restart then costs no failed
+    call, as with a pool that checks connections)."""
     for conn in connections.all(initialized_only=True):
         raw = conn.connection
         pgconn = getattr(raw, "pgconn", None)  # psycopg 3; SQLite has no server to lose
-        if pgconn is None:
-            continue
-        try:
-            readable, _, _ = select.select([pgconn.socket], [], [], 0)
-        except Exception:
-            readable = [True]  # no socket any more
-        if readable:
+        if pgconn is not None and server_hung_up(pgconn):
             conn.close()
 
 

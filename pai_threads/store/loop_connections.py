@@ -47,6 +47,7 @@ __all__ = [
     "loop_connection_count",
     "loop_connections",
     "observe_statements",
+    "server_hung_up",
 ]
 
 #: ``application_name`` of the loops' sessions (pg_stat_activity), unless OPTIONS sets one.
@@ -100,16 +101,22 @@ def _connect_wait(settings_dict: dict[str, Any]) -> float:
     return float(pool.get("timeout", 30.0)) if isinstance(pool, dict) else 30.0
 
 
-def _cut(conn: Any) -> bool:
-    """Whether an idle connection was ended by its server (see store/db.py: something to
-    read on an idle connection is the server's goodbye)."""
-    if conn.closed:
-        return True
+def server_hung_up(pgconn: Any) -> bool:
+    """Whether the server ended this idle psycopg connection (``pgconn``: its libpq
+    connection). A server that shuts down or terminates a session first sends it an error
+    and closes the socket, so an idle connection with something to read is dead: one
+    ``select`` with no wait finds that out, without a health check's round trip. The store
+    threads' connections (store/db.py) and the loops' are checked this way before use."""
     try:
-        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+        readable, _, _ = select.select([pgconn.socket], [], [], 0)
     except Exception:
-        return True
+        return True  # no socket any more
     return bool(readable)
+
+
+def _cut(conn: Any) -> bool:
+    """Whether an idle loop connection is closed or was ended by its server."""
+    return bool(conn.closed) or server_hung_up(conn.pgconn)
 
 
 class LoopConnections:
